@@ -1,0 +1,52 @@
+package io.stateshift;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * What a repartition will do, computed from the checkpoint without writing anything.
+ *
+ * @param checkpoint the qualified checkpoint location
+ * @param queryId the query id recorded in the checkpoint
+ * @param stateStoreProvider the provider class the query runs with
+ * @param fromPartitions the partition count the state has now
+ * @param toPartitions the partition count it will have
+ * @param lastCommittedBatch the batch whose state is redistributed
+ * @param repartitionBatch the batch id the repartition commits (lastCommittedBatch + 1)
+ * @param operators the stateful operators and their stores
+ * @param interruptedAttempt an earlier attempt that was interrupted and will be finished or undone
+ *     first
+ */
+public record RepartitionPlan(
+    String checkpoint,
+    String queryId,
+    String stateStoreProvider,
+    int fromPartitions,
+    int toPartitions,
+    long lastCommittedBatch,
+    long repartitionBatch,
+    List<OperatorInfo> operators,
+    Optional<String> interruptedAttempt) {
+
+  /** A stateful operator and the names of its state stores. */
+  public record OperatorInfo(long id, String name, List<String> stores) {}
+
+  @Override
+  public String toString() {
+    StringBuilder out = new StringBuilder();
+    out.append("checkpoint:        ").append(checkpoint).append('\n');
+    out.append("query id:          ").append(queryId).append('\n');
+    out.append("state store:       ").append(stateStoreProvider).append('\n');
+    out.append("partitions:        ").append(fromPartitions).append(" -> ").append(toPartitions)
+        .append('\n');
+    out.append("from batch:        ").append(lastCommittedBatch).append(" (last committed)\n");
+    out.append("writes batch:      ").append(repartitionBatch).append('\n');
+    for (OperatorInfo op : operators) {
+      out.append("operator ").append(op.id()).append(":        ").append(op.name())
+          .append(" stores ").append(op.stores()).append('\n');
+    }
+    interruptedAttempt.ifPresent(a ->
+        out.append("interrupted:       attempt ").append(a).append(" is finished or undone first\n"));
+    return out.toString();
+  }
+}

@@ -1,0 +1,58 @@
+package io.stateshift;
+
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.internal.RepartitionRunner;
+import java.util.function.Consumer;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * A repartition of the state of a stopped streaming query, configured fluently and run with {@link
+ * #execute()}; {@link #plan()} reports what would be done and writes nothing.
+ */
+public final class RepartitionState {
+  private final SparkSession spark;
+  private final String checkpointLocation;
+  private Integer partitions;
+  private Consumer<String> progress = message -> {};
+
+  RepartitionState(SparkSession spark, String checkpointLocation) {
+    if (checkpointLocation == null || checkpointLocation.isBlank()) {
+      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+          "checkpointLocation is empty: pass the checkpointLocation of the stopped query.");
+    }
+    this.spark = spark;
+    this.checkpointLocation = checkpointLocation;
+  }
+
+  /** The number of state partitions to end with; at least 1. */
+  public RepartitionState toPartitions(int count) {
+    if (count <= 0) {
+      throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
+          "toPartitions(" + count + "): the partition count must be at least 1.");
+    }
+    this.partitions = count;
+    return this;
+  }
+
+  /** Receives one-line progress messages while the work runs (phases and task counts). */
+  public RepartitionState onProgress(Consumer<String> listener) {
+    this.progress = listener == null ? message -> {} : listener;
+    return this;
+  }
+
+  public RepartitionPlan plan() {
+    return runner().plan();
+  }
+
+  public RepartitionResult execute() {
+    return runner().execute();
+  }
+
+  private RepartitionRunner runner() {
+    if (partitions == null) {
+      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+          "No partition count given: call toPartitions(n) before plan() or execute().");
+    }
+    return new RepartitionRunner(spark, checkpointLocation, partitions, progress);
+  }
+}

@@ -1,0 +1,31 @@
+package io.stateshift;
+
+import java.util.Objects;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * Entry point: {@code StateShift.get(spark).repartitionState(checkpoint).toPartitions(16).execute()}.
+ * Work runs as Spark jobs on the session's cluster (local mode by default).
+ */
+public final class StateShift {
+  private final SparkSession spark;
+
+  private StateShift(SparkSession spark) {
+    this.spark = spark;
+  }
+
+  public static StateShift get(SparkSession spark) {
+    Objects.requireNonNull(spark, "spark: pass an active SparkSession");
+    return new StateShift(spark);
+  }
+
+  /** Starts describing a repartition of the state of the stopped query at this checkpoint. */
+  public RepartitionState repartitionState(String checkpointLocation) {
+    return new RepartitionState(spark, checkpointLocation);
+  }
+
+  /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */
+  public CheckpointReport inspect(String checkpointLocation) {
+    return io.stateshift.internal.CheckpointInspector.inspect(spark, checkpointLocation);
+  }
+}

@@ -1,0 +1,54 @@
+package io.stateshift;
+
+/**
+ * Raised when stateshift refuses or fails an operation. {@link #reason()} tells which; {@link
+ * Reason#isBadInput()} separates refusals (the checkpoint was left untouched and the caller can fix
+ * the input) from failures while working.
+ */
+public class StateShiftException extends RuntimeException {
+
+  /** Why an operation was refused or failed. */
+  public enum Reason {
+    CHECKPOINT_NOT_FOUND(true),
+    NOT_A_CHECKPOINT(true),
+    CORRUPT_CHECKPOINT(true),
+    STATELESS_QUERY(true),
+    INVALID_PARTITION_COUNT(true),
+    SAME_PARTITION_COUNT(true),
+    UNSUPPORTED_OPERATOR(true),
+    UNSUPPORTED_CHECKPOINT(true),
+    UNCOMMITTED_BATCH(true),
+    CHECKPOINT_IN_USE(true),
+    CHECKPOINT_NOT_WRITABLE(true),
+    INTERRUPTED_REPARTITION(true),
+    INVALID_ARGUMENT(true),
+    FAILED(false);
+
+    private final boolean badInput;
+
+    Reason(boolean badInput) {
+      this.badInput = badInput;
+    }
+
+    /** True when nothing was written and the caller can fix the input and retry. */
+    public boolean isBadInput() {
+      return badInput;
+    }
+  }
+
+  private final Reason reason;
+
+  public StateShiftException(Reason reason, String message) {
+    super(message);
+    this.reason = reason;
+  }
+
+  public StateShiftException(Reason reason, String message, Throwable cause) {
+    super(message, cause);
+    this.reason = reason;
+  }
+
+  public Reason reason() {
+    return reason;
+  }
+}

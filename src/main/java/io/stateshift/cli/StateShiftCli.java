@@ -1,0 +1,238 @@
+package io.stateshift.cli;
+
+import io.stateshift.CheckpointReport;
+import io.stateshift.RepartitionPlan;
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShift;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.demo.DeviceCountsDemo;
+import java.io.PrintStream;
+import java.util.List;
+import java.util.function.Function;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * The {@code ./stateshift} command line. Exit codes: 0 success, 2 bad input or refusal (the
+ * checkpoint was not changed), 1 failure.
+ */
+public final class StateShiftCli {
+  static final int OK = 0;
+  static final int FAILURE = 1;
+  static final int BAD_INPUT = 2;
+
+  private static final String USAGE = """
+      usage: stateshift <command> [options]
+
+      commands:
+        repartition --checkpoint <path> --partitions <n> [--dry-run]
+            Redistribute the state of a stopped query into n partitions.
+        inspect --checkpoint <path> [--json]
+            Show batches, provider, operators, stores, rows and bytes per partition, and skew.
+        demo [--events <n>]
+            Run the device-count demo end to end on the embedded Spark.
+        classpath [--full]
+            Print the library's runtime classpath (--full: with Spark, for embedding programs).
+
+      options for every command:
+        --master <url>      Spark master (default local[2] or the spark.master system property)
+        --conf <key=value>  a Spark setting, repeatable
+
+      Exit codes: 0 success, 2 bad input or refusal (checkpoint unchanged), 1 failure.
+      """;
+
+  private final PrintStream out;
+  private final PrintStream err;
+
+  public StateShiftCli(PrintStream out, PrintStream err) {
+    this.out = out;
+    this.err = err;
+  }
+
+  public static void main(String[] args) {
+    int code = new StateShiftCli(System.out, System.err).run(args);
+    System.exit(code);
+  }
+
+  public int run(String[] argv) {
+    Arguments args;
+    try {
+      args = Arguments.parse(argv);
+    } catch (IllegalArgumentException e) {
+      err.println("error: " + e.getMessage());
+      err.println();
+      err.print(USAGE);
+      return BAD_INPUT;
+    }
+    if (args.command() == null || args.flag("help")) {
+      (args.command() == null ? err : out).print(USAGE);
+      return args.command() == null ? BAD_INPUT : OK;
+    }
+    try {
+      return switch (args.command()) {
+        case "repartition" -> withSpark(args, spark -> repartition(spark, args));
+        case "inspect" -> withSpark(args, spark -> inspect(spark, args));
+        case "demo" -> withSpark(args, spark -> DeviceCountsDemo.run(spark,
+            args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS), out));
+        default -> throw new IllegalArgumentException("unknown command '" + args.command()
+            + "'; commands are repartition, inspect, demo, classpath");
+      };
+    } catch (IllegalArgumentException e) {
+      err.println("error: " + e.getMessage());
+      return BAD_INPUT;
+    } catch (StateShiftException e) {
+      err.println("error: " + e.getMessage());
+      return e.reason().isBadInput() ? BAD_INPUT : FAILURE;
+    } catch (RuntimeException e) {
+      err.println("failed: " + e);
+      e.printStackTrace(err);
+      return FAILURE;
+    }
+  }
+
+  private int repartition(SparkSession spark, Arguments args) {
+    String checkpoint = args.required("checkpoint");
+    int partitions = args.intValue("partitions", -1);
+    if (!args.has("partitions")) {
+      throw new IllegalArgumentException("--partitions <n> is required");
+    }
+    var action = StateShift.get(spark).repartitionState(checkpoint);
+    if (partitions <= 0) {
+      throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
+          "--partitions must be at least 1, got " + partitions + ".");
+    }
+    action.toPartitions(partitions).onProgress(message -> err.println("  " + message));
+    if (args.flag("dry-run")) {
+      RepartitionPlan plan = action.plan();
+      out.print(plan);
+      out.println("dry run: nothing was written.");
+      return OK;
+    }
+    RepartitionResult result = action.execute();
+    out.print(result);
+    return OK;
+  }
+
+  private int inspect(SparkSession spark, Arguments args) {
+    CheckpointReport report = StateShift.get(spark).inspect(args.required("checkpoint"));
+    if (args.flag("json")) {
+      out.println(report.toJson());
+    } else {
+      out.print(report);
+    }
+    return OK;
+  }
+
+  private int withSpark(Arguments args, Function<SparkSession, Integer> body) {
+    SparkSession.Builder builder = SparkSession.builder().appName("stateshift " + args.command())
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC");
+    if (args.command().equals("demo")) {
+      builder.config("spark.sql.extensions",
+              "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
+          .config("spark.sql.catalog.spark_catalog",
+              "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+          // the demo's tables are short-lived: skip Delta's log checkpoints (slow to start up)
+          .config("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
+          .config("spark.sql.shuffle.partitions", "4");
+    }
+    if (System.getProperty("spark.master") == null) {
+      builder.master(args.value("master", "local[2]"));
+    }
+    for (String setting : args.values("conf")) {
+      int eq = setting.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("--conf takes key=value, got '" + setting + "'");
+      }
+      builder.config(setting.substring(0, eq), setting.substring(eq + 1));
+    }
+    boolean ownSession = SparkSession.getActiveSession().isEmpty()
+        && SparkSession.getDefaultSession().isEmpty();
+    SparkSession spark = builder.getOrCreate();
+    if (ownSession) {
+      spark.sparkContext().setLogLevel(System.getProperty("stateshift.logLevel", "WARN"));
+    }
+    try {
+      return body.apply(spark);
+    } finally {
+      if (ownSession) {
+        spark.stop(); // a session an embedding program started stays its own
+      }
+    }
+  }
+
+  /** Parsed arguments: a command, --key value options (repeatable) and --flags. */
+  record Arguments(String command, java.util.Map<String, List<String>> options) {
+    private static final java.util.Set<String> FLAGS = java.util.Set.of("dry-run", "json", "help",
+        "full");
+
+    static Arguments parse(String[] argv) {
+      String command = null;
+      java.util.Map<String, List<String>> options = new java.util.LinkedHashMap<>();
+      for (int i = 0; i < argv.length; i++) {
+        String a = argv[i];
+        if (a.equals("-h")) {
+          a = "--help";
+        }
+        if (a.startsWith("--")) {
+          String key = a.substring(2);
+          String value;
+          int eq = key.indexOf('=');
+          if (eq > 0) {
+            value = key.substring(eq + 1);
+            key = key.substring(0, eq);
+          } else if (FLAGS.contains(key)) {
+            value = "true";
+          } else if (i + 1 < argv.length) {
+            value = argv[++i];
+          } else {
+            throw new IllegalArgumentException("--" + key + " needs a value");
+          }
+          options.computeIfAbsent(key, k -> new java.util.ArrayList<>()).add(value);
+        } else if (command == null) {
+          command = a;
+        } else {
+          throw new IllegalArgumentException("unexpected argument '" + a + "'");
+        }
+      }
+      return new Arguments(command, options);
+    }
+
+    boolean has(String key) {
+      return options.containsKey(key);
+    }
+
+    boolean flag(String key) {
+      return has(key);
+    }
+
+    List<String> values(String key) {
+      return options.getOrDefault(key, List.of());
+    }
+
+    String value(String key, String fallback) {
+      List<String> v = values(key);
+      return v.isEmpty() ? fallback : v.get(v.size() - 1);
+    }
+
+    String required(String key) {
+      String v = value(key, null);
+      if (v == null || v.isBlank()) {
+        throw new IllegalArgumentException("--" + key + " is required");
+      }
+      return v;
+    }
+
+    int intValue(String key, int fallback) {
+      String v = value(key, null);
+      if (v == null) {
+        return fallback;
+      }
+      try {
+        return Integer.parseInt(v.trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("--" + key + " takes a whole number, got '" + v + "'");
+      }
+    }
+  }
+}

@@ -1,0 +1,246 @@
+package io.stateshift.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NavigableSet;
+import java.util.Optional;
+import java.util.TreeSet;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * A read-only view of a streaming checkpoint: query id, offset and commit logs, and the stateful
+ * operators. Loading validates everything a repartition relies on, so problems surface before any
+ * write, with the reason and the fix.
+ */
+public final class Checkpoint {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final CheckpointFiles files;
+  private final String queryId;
+  private final NavigableSet<Long> offsetBatches;
+  private final NavigableSet<Long> commitBatches;
+
+  private Checkpoint(CheckpointFiles files, String queryId, NavigableSet<Long> offsetBatches,
+      NavigableSet<Long> commitBatches) {
+    this.files = files;
+    this.queryId = queryId;
+    this.offsetBatches = offsetBatches;
+    this.commitBatches = commitBatches;
+  }
+
+  public static Checkpoint load(CheckpointFiles files) {
+    Path root = files.root();
+    if (!files.exists(root)) {
+      throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
+          "Checkpoint location " + root + " does not exist. Pass the checkpointLocation option of "
+              + "the stopped query.");
+    }
+    if (!files.isDirectory(root)) {
+      throw new StateShiftException(Reason.NOT_A_CHECKPOINT,
+          root + " is a file, not a checkpoint folder. Pass the checkpointLocation folder.");
+    }
+    Path metadata = files.path("metadata");
+    if (!files.exists(metadata) || !files.isDirectory(files.path("offsets"))) {
+      throw new StateShiftException(Reason.NOT_A_CHECKPOINT,
+          root + " is not a streaming checkpoint (no 'metadata' file or 'offsets' folder). Pass "
+              + "the checkpointLocation of a Structured Streaming query.");
+    }
+    String queryId;
+    try {
+      JsonNode node = JSON.readTree(files.readText(metadata));
+      queryId = node.get("id").asText();
+    } catch (Exception e) {
+      throw corrupt(files, "its 'metadata' file is not the JSON Spark writes ({\"id\":...})");
+    }
+    NavigableSet<Long> offsets = batchIds(files, "offsets");
+    NavigableSet<Long> commits = batchIds(files, "commits");
+    return new Checkpoint(files, queryId, offsets, commits);
+  }
+
+  private static NavigableSet<Long> batchIds(CheckpointFiles files, String log) {
+    NavigableSet<Long> ids = new TreeSet<>();
+    for (FileStatus status : files.list(files.path(log))) {
+      String name = status.getPath().getName();
+      if (name.startsWith(".") || status.isDirectory()) {
+        continue; // temporary files of an interrupted log write; Spark ignores them as well
+      }
+      try {
+        ids.add(Long.parseLong(name));
+      } catch (NumberFormatException e) {
+        throw corrupt(files, "its " + log + " log holds a file named '" + name
+            + "', which is not a batch id");
+      }
+    }
+    return ids;
+  }
+
+  static StateShiftException corrupt(CheckpointFiles files, String what) {
+    return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
+        "Checkpoint " + files.root() + " is damaged: " + what + ". Restore the checkpoint from a "
+            + "backup, or remove the damaged file if it is the newest log entry and was never "
+            + "committed.");
+  }
+
+  public CheckpointFiles files() {
+    return files;
+  }
+
+  public String queryId() {
+    return queryId;
+  }
+
+  /** The newest batch with an offset log entry, or -1. */
+  public long lastPlannedBatch() {
+    return offsetBatches.isEmpty() ? -1 : offsetBatches.last();
+  }
+
+  /** The newest batch with a commit log entry, or -1. */
+  public long lastCommittedBatch() {
+    return commitBatches.isEmpty() ? -1 : commitBatches.last();
+  }
+
+  public OffsetLogEntry offsets(long batchId) {
+    Path path = files.path("offsets/" + batchId);
+    if (!files.exists(path)) {
+      throw corrupt(files, "offsets/" + batchId + " is missing");
+    }
+    try {
+      return OffsetLogEntry.parse(files.readText(path));
+    } catch (IllegalArgumentException e) {
+      throw corrupt(files, "offsets/" + batchId + " cannot be read: " + e.getMessage());
+    }
+  }
+
+  /** The text of a commit file after validating that Spark can read it. */
+  public String commitText(long batchId) {
+    Path path = files.path("commits/" + batchId);
+    String text = files.readText(path);
+    int lineBreak = text.indexOf('\n');
+    if (text.isEmpty() || lineBreak < 0) {
+      throw corrupt(files, "commits/" + batchId + " is empty or truncated");
+    }
+    String version = text.substring(0, lineBreak);
+    if (!version.matches("v[1-9]")) {
+      throw corrupt(files, "commits/" + batchId + " has an unknown version line '" + version + "'");
+    }
+    try {
+      JsonNode node = JSON.readTree(text.substring(lineBreak + 1));
+      if (node == null || !node.isObject()) {
+        throw new IllegalArgumentException();
+      }
+      if (node.has("stateUniqueIds")) {
+        throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
+            "Checkpoint " + files.root() + " uses state checkpoint format v2 (state ids in the "
+                + "commit log), which this version of stateshift does not repartition yet. "
+                + "Repartition a checkpoint written with "
+                + "spark.sql.streaming.stateStore.checkpointFormatVersion=1.");
+      }
+    } catch (StateShiftException e) {
+      throw e;
+    } catch (Exception e) {
+      throw corrupt(files, "commits/" + batchId + " is not valid JSON");
+    }
+    return text;
+  }
+
+  /** The stateful operators found under {@code state/}, in operator id order. */
+  public List<StatefulOperator> operators() {
+    List<StatefulOperator> out = new ArrayList<>();
+    List<Long> ids = new ArrayList<>();
+    for (FileStatus status : files.list(files.path("state"))) {
+      String name = status.getPath().getName();
+      if (status.isDirectory() && name.matches("\\d+")) {
+        ids.add(Long.parseLong(name));
+      }
+    }
+    ids.sort(Long::compare);
+    for (long id : ids) {
+      out.add(readOperator(id));
+    }
+    return out;
+  }
+
+  private StatefulOperator readOperator(long id) {
+    Optional<Path> v2 = latestV2Metadata(id);
+    Path v1 = files.path("state/" + id + "/_metadata/metadata");
+    Path chosen;
+    int version;
+    if (v2.isPresent()) {
+      chosen = v2.get();
+      version = 2;
+    } else if (files.exists(v1)) {
+      chosen = v1;
+      version = 1;
+    } else {
+      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
+          "Operator " + id + " of checkpoint " + files.root() + " has no operator metadata "
+              + "(state/" + id + "/_metadata). Checkpoints written before Spark 4.0 lack it: run "
+              + "the query for one batch on Spark 4.2, stop it, then repartition.");
+    }
+    ObjectNode node = readMetadataJson(chosen);
+    try {
+      JsonNode info = node.get("operatorInfo");
+      String name = info.get("operatorName").asText();
+      List<StatefulOperator.Store> stores = new ArrayList<>();
+      int partitions = -1;
+      for (JsonNode store : (ArrayNode) node.get("stateStoreInfo")) {
+        stores.add(new StatefulOperator.Store(store.get("storeName").asText(),
+            store.get("numColsPrefixKey").asInt()));
+        partitions = store.get("numPartitions").asInt();
+      }
+      return new StatefulOperator(id, name, List.copyOf(stores), partitions, version);
+    } catch (RuntimeException e) {
+      throw corrupt(files, files.relativize(chosen) + " lacks operatorInfo or stateStoreInfo");
+    }
+  }
+
+  Optional<Path> latestV2Metadata(long operatorId) {
+    long best = -1;
+    for (FileStatus status : files.list(files.path("state/" + operatorId + "/_metadata/v2"))) {
+      String name = status.getPath().getName();
+      if (name.matches("\\d+")) {
+        long batch = Long.parseLong(name);
+        if (batch <= lastCommittedBatch() && batch > best) {
+          best = batch;
+        }
+      }
+    }
+    return best < 0 ? Optional.empty()
+        : Optional.of(files.path("state/" + operatorId + "/_metadata/v2/" + best));
+  }
+
+  ObjectNode readMetadataJson(Path path) {
+    String text = files.readText(path);
+    int lineBreak = text.indexOf('\n');
+    try {
+      if (lineBreak < 0 || !text.substring(0, lineBreak).matches("v[12]")) {
+        throw new IllegalArgumentException();
+      }
+      return (ObjectNode) JSON.readTree(text.substring(lineBreak + 1));
+    } catch (Exception e) {
+      throw corrupt(files, files.relativize(path) + " is not operator metadata Spark can read");
+    }
+  }
+
+  /** The operator metadata text with every store's numPartitions set to {@code partitions}. */
+  String metadataWithPartitions(Path path, int partitions) {
+    String text = files.readText(path);
+    String versionLine = text.substring(0, text.indexOf('\n'));
+    ObjectNode node = readMetadataJson(path);
+    for (JsonNode store : (ArrayNode) node.get("stateStoreInfo")) {
+      ((ObjectNode) store).put("numPartitions", partitions);
+    }
+    try {
+      return versionLine + "\n" + JSON.writeValueAsString(node);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

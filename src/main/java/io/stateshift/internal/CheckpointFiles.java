@@ -1,0 +1,218 @@
+package io.stateshift.internal;
+
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import java.io.ByteArrayOutputStream;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileContext;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Options;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
+
+/**
+ * File operations on a checkpoint, on any Hadoop file system. New files are written to a temporary
+ * name and renamed into place, so a reader never sees half a file, the same way Spark writes its
+ * logs.
+ */
+public final class CheckpointFiles {
+  private final Path root;
+  private final FileSystem fs;
+  private final Configuration conf;
+
+  private CheckpointFiles(Path root, FileSystem fs, Configuration conf) {
+    this.root = root;
+    this.fs = fs;
+    this.conf = conf;
+  }
+
+  /** Resolves a location the way Spark resolves checkpoint locations: qualified by its file system. */
+  public static CheckpointFiles at(String location, Configuration conf) {
+    if (location == null || location.isBlank()) {
+      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+          "No checkpoint location given. Pass the checkpointLocation of the stopped query.");
+    }
+    try {
+      Path path = new Path(location);
+      FileSystem fs = path.getFileSystem(conf);
+      return new CheckpointFiles(fs.makeQualified(path), fs, conf);
+    } catch (IOException | IllegalArgumentException e) {
+      throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
+          "Cannot open checkpoint location " + location + ": " + e.getMessage(), e);
+    }
+  }
+
+  public Path root() {
+    return root;
+  }
+
+  public FileSystem fs() {
+    return fs;
+  }
+
+  public Configuration conf() {
+    return conf;
+  }
+
+  public Path path(String relative) {
+    return new Path(root, relative);
+  }
+
+  public boolean exists(Path path) {
+    try {
+      return fs.exists(path);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public boolean isDirectory(Path path) {
+    try {
+      return fs.getFileStatus(path).isDirectory();
+    } catch (FileNotFoundException e) {
+      return false;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public String readText(Path path) {
+    try (InputStream in = fs.open(path)) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      in.transferTo(out);
+      return out.toString(StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Lists the children of a folder, without Hadoop's checksum side files; empty when absent. */
+  public List<FileStatus> list(Path dir) {
+    try {
+      if (!fs.exists(dir)) {
+        return List.of();
+      }
+      List<FileStatus> out = new ArrayList<>();
+      for (FileStatus status : fs.listStatus(dir)) {
+        if (!status.getPath().getName().endsWith(".crc")) {
+          out.add(status);
+        }
+      }
+      return out;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Every file below a folder (recursively), without checksum side files. */
+  public List<Path> listFilesRecursively(Path dir) {
+    List<Path> out = new ArrayList<>();
+    try {
+      if (!fs.exists(dir)) {
+        return out;
+      }
+      RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
+      while (it.hasNext()) {
+        Path p = it.next().getPath();
+        if (!p.getName().endsWith(".crc")) {
+          out.add(p);
+        }
+      }
+      return out;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Writes a new file atomically; fails if the file exists already. */
+  public void writeNew(Path path, String text) {
+    write(path, text, false);
+  }
+
+  /** Writes a file atomically, replacing any previous version in one rename. */
+  public void replace(Path path, String text) {
+    write(path, text, true);
+  }
+
+  private void write(Path path, String text, boolean overwrite) {
+    Path tmp = new Path(path.getParent(), "." + path.getName() + "." + UUID.randomUUID() + ".tmp");
+    try {
+      fs.mkdirs(path.getParent());
+      try (OutputStream out = fs.create(tmp, false)) {
+        out.write(text.getBytes(StandardCharsets.UTF_8));
+      }
+      rename(tmp, path, overwrite);
+    } catch (IOException e) {
+      deleteQuietly(tmp);
+      throw new UncheckedIOException("Cannot write " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Renames one file; with {@code overwrite} the target is replaced atomically where supported. */
+  public void rename(Path from, Path to, boolean overwrite) throws IOException {
+    fs.mkdirs(to.getParent());
+    if (overwrite) {
+      FileContext fc = FileContext.getFileContext(fs.getUri(), conf);
+      fc.rename(from, to, Options.Rename.OVERWRITE);
+      // FileContext renames the data file only; carry a local checksum side file along.
+      Path crcFrom = new Path(from.getParent(), "." + from.getName() + ".crc");
+      if (fs.exists(crcFrom)) {
+        fc.rename(crcFrom, new Path(to.getParent(), "." + to.getName() + ".crc"),
+            Options.Rename.OVERWRITE);
+      }
+      return;
+    }
+    if (fs.exists(to)) {
+      throw new IOException("Refusing to overwrite existing file " + to);
+    }
+    if (!fs.rename(from, to)) {
+      throw new IOException("Rename failed: " + from + " -> " + to);
+    }
+  }
+
+  public void delete(Path path, boolean recursive) {
+    try {
+      fs.delete(path, recursive);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public void deleteQuietly(Path path) {
+    try {
+      fs.delete(path, true);
+    } catch (IOException ignored) {
+      // best effort: a leftover temporary file is never read by Spark or stateshift
+    }
+  }
+
+  public void mkdirs(Path dir) {
+    try {
+      fs.mkdirs(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The path of {@code path} relative to the checkpoint root, with forward slashes. */
+  public String relativize(Path path) {
+    String base = root.toUri().getPath();
+    String full = path.toUri().getPath();
+    if (!full.startsWith(base)) {
+      throw new IllegalArgumentException(path + " is not inside " + root);
+    }
+    String rel = full.substring(base.length());
+    return rel.startsWith("/") ? rel.substring(1) : rel;
+  }
+}

@@ -1,0 +1,50 @@
+package io.stateshift.internal;
+
+import io.stateshift.CheckpointReport;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.apache.spark.sql.SparkSession;
+
+/** Builds a {@link CheckpointReport}: the checkpoint's logs plus a census of its state. */
+public final class CheckpointInspector {
+  private CheckpointInspector() {}
+
+  public static CheckpointReport inspect(SparkSession spark, String checkpointLocation) {
+    CheckpointFiles files =
+        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+    Checkpoint checkpoint = Checkpoint.load(files);
+    Optional<String> interrupted = RepartitionJournal.read(files)
+        .map(j -> "attempt " + j.attemptId() + " to " + j.toPartitions() + " partitions stopped in "
+            + "phase " + j.phase() + "; run repartition again to finish or undo it");
+    StateLayout layout = StateLayout.read(spark, checkpoint, false);
+    List<StateCensus.Count> counts = new StateCensus(files.path("state").toString(),
+        layout.storeConf(), files.conf(), layout.stores(), layout.partitions(),
+        layout.lastCommitted() + 1).run(spark);
+    List<CheckpointReport.OperatorReport> operators = new ArrayList<>();
+    for (StatefulOperator op : layout.operators()) {
+      List<CheckpointReport.StoreReport> stores = new ArrayList<>();
+      for (StoreSpec spec : layout.stores()) {
+        if (spec.operatorId() != op.id()) {
+          continue;
+        }
+        long[] rows = new long[layout.partitions()];
+        long[] bytes = new long[layout.partitions()];
+        long misplaced = 0;
+        for (StateCensus.Count c : counts) {
+          if (c.slot() == spec.slot()) {
+            rows[c.partition()] = c.rows();
+            bytes[c.partition()] = c.bytes();
+            misplaced += c.misplaced();
+          }
+        }
+        stores.add(new CheckpointReport.StoreReport(spec.storeName(), rows, bytes, misplaced));
+      }
+      operators.add(new CheckpointReport.OperatorReport(op.id(), op.name(),
+          StateLayout.SUPPORTED_OPERATORS.contains(op.name()), stores));
+    }
+    return new CheckpointReport(files.root().toString(), checkpoint.queryId(),
+        checkpoint.lastPlannedBatch(), checkpoint.lastCommittedBatch(), layout.provider(),
+        layout.partitions(), operators, interrupted);
+  }
+}

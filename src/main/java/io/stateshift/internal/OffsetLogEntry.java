@@ -1,0 +1,103 @@
+package io.stateshift.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * One file of the offset log: a version line, the batch metadata JSON (watermark, timestamp and the
+ * confs Spark pins for the query's lifetime) and the source offsets, which are kept verbatim.
+ */
+public final class OffsetLogEntry {
+  static final String SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions";
+  static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
+  static final String STRICT_DISTRIBUTION =
+      "spark.sql.streaming.statefulOperator.useStrictDistribution";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final String versionLine;
+  private final ObjectNode metadata;
+  private final String offsets;
+
+  private OffsetLogEntry(String versionLine, ObjectNode metadata, String offsets) {
+    this.versionLine = versionLine;
+    this.metadata = metadata;
+    this.offsets = offsets;
+  }
+
+  /** Parses the text of an offset file; throws IllegalArgumentException naming what is wrong. */
+  static OffsetLogEntry parse(String text) {
+    if (text.isEmpty()) {
+      throw new IllegalArgumentException("the file is empty");
+    }
+    int firstBreak = text.indexOf('\n');
+    if (firstBreak < 0) {
+      throw new IllegalArgumentException("the file is truncated after its version line");
+    }
+    String versionLine = text.substring(0, firstBreak);
+    if (!versionLine.equals("v1") && !versionLine.equals("v2")) {
+      throw new IllegalArgumentException("unknown offset log version '" + versionLine
+          + "' (this stateshift reads v1 and v2, written by Spark 3.x and 4.x)");
+    }
+    int secondBreak = text.indexOf('\n', firstBreak + 1);
+    String metadataLine = secondBreak < 0
+        ? text.substring(firstBreak + 1) : text.substring(firstBreak + 1, secondBreak);
+    String offsets = secondBreak < 0 ? "" : text.substring(secondBreak);
+    JsonNode node;
+    try {
+      node = JSON.readTree(metadataLine);
+    } catch (Exception e) {
+      throw new IllegalArgumentException("its metadata line is not valid JSON");
+    }
+    if (!(node instanceof ObjectNode) || !(node.get("conf") instanceof ObjectNode)) {
+      throw new IllegalArgumentException("its metadata line has no conf object");
+    }
+    return new OffsetLogEntry(versionLine, (ObjectNode) node, offsets);
+  }
+
+  public Map<String, String> conf() {
+    Map<String, String> out = new LinkedHashMap<>();
+    metadata.get("conf").fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText()));
+    return out;
+  }
+
+  /** The number of state partitions this batch ran with, or -1 when it is not recorded. */
+  public int shufflePartitions() {
+    JsonNode value = metadata.get("conf").get(SHUFFLE_PARTITIONS);
+    if (value == null) {
+      return -1;
+    }
+    try {
+      return Integer.parseInt(value.asText());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  public String providerClass() {
+    JsonNode value = metadata.get("conf").get(PROVIDER_CLASS);
+    return value == null ? null : value.asText();
+  }
+
+  public long batchWatermarkMs() {
+    JsonNode value = metadata.get("batchWatermarkMs");
+    return value == null ? 0 : value.asLong();
+  }
+
+  /** The same entry with another partition count; everything else, offsets included, unchanged. */
+  OffsetLogEntry withShufflePartitions(int partitions) {
+    ObjectNode copy = metadata.deepCopy();
+    ((ObjectNode) copy.get("conf")).put(SHUFFLE_PARTITIONS, Integer.toString(partitions));
+    return new OffsetLogEntry(versionLine, copy, offsets);
+  }
+
+  String toText() {
+    try {
+      return versionLine + "\n" + JSON.writeValueAsString(metadata) + offsets;
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

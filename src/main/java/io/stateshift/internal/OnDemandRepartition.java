@@ -1,0 +1,149 @@
+package io.stateshift.internal;
+
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The listener behind {@code spark.sql.streaming.stateStore.partitions}. Spark delivers the
+ * query-started event synchronously on the query's own thread, before the query reads its offset
+ * and commit logs, so a repartition done here is what the query then starts from.
+ */
+public final class OnDemandRepartition extends StreamingQueryListener {
+  public static final String STATE_PARTITIONS = "spark.sql.streaming.stateStore.partitions";
+  public static final String PROGRESS_KEY = "controlBatch.REPARTITION";
+  static final String INTERNAL_STATE_PARTITIONS = "spark.sql.streaming.internal.stateStore.partitions";
+  private static final Logger LOG = LoggerFactory.getLogger(OnDemandRepartition.class);
+  private static final Map<SparkSession, OnDemandRepartition> INSTALLED = new WeakHashMap<>();
+  private static final Map<UUID, RepartitionResult> LAST_BY_QUERY = new ConcurrentHashMap<>();
+
+  private final SparkSession session;
+  /** Repartition times not yet reported, by run id: the first progress of that run carries it. */
+  private final Map<UUID, Long> unreported = new ConcurrentHashMap<>();
+
+  private OnDemandRepartition(SparkSession session) {
+    this.session = session;
+  }
+
+  /** Attaches the listener to a session once. */
+  public static void installOn(SparkSession session) {
+    synchronized (INSTALLED) {
+      if (!INSTALLED.containsKey(session)) {
+        OnDemandRepartition listener = new OnDemandRepartition(session);
+        INSTALLED.put(session, listener);
+        session.streams().addListener(listener);
+      }
+    }
+  }
+
+  /** The last on-demand repartition of a query (by query id) in this application, if any. */
+  public static Optional<RepartitionResult> lastRepartition(UUID queryId) {
+    return Optional.ofNullable(LAST_BY_QUERY.get(queryId));
+  }
+
+  @Override
+  public void onQueryStarted(QueryStartedEvent event) {
+    String wanted = session.conf().get(STATE_PARTITIONS, null);
+    if (wanted == null || wanted.isBlank()) {
+      return;
+    }
+    StreamExecution execution = execution(event.id());
+    if (execution == null) {
+      return; // not a query of this session
+    }
+    try {
+      int partitions = parse(wanted);
+      // A new checkpoint takes its count from this internal setting (absent an offset log).
+      execution.sparkSessionForStream().conf().set(INTERNAL_STATE_PARTITIONS,
+          Integer.toString(partitions));
+      CheckpointFiles files = CheckpointFiles.at(execution.resolvedCheckpointRoot(),
+          session.sparkContext().hadoopConfiguration());
+      Checkpoint checkpoint = Checkpoint.load(files);
+      boolean interrupted = RepartitionJournal.read(files).isPresent();
+      if (checkpoint.lastPlannedBatch() < 0 && !interrupted) {
+        return; // a new checkpoint: the setting above is all it takes
+      }
+      if (!interrupted && checkpoint.operators().isEmpty()) {
+        return; // a stateless query: the setting does not apply
+      }
+      int current = checkpoint.offsets(checkpoint.lastPlannedBatch()).shufflePartitions();
+      if (current == partitions && !interrupted) {
+        return;
+      }
+      LOG.info("Query {} starts on checkpoint {} with {} state partitions; {} is set to {}: "
+          + "repartitioning before the first batch.", event.id(), files.root(), current,
+          STATE_PARTITIONS, partitions);
+      RepartitionResult result = new RepartitionRunner(session, files.root().toString(),
+          partitions, message -> LOG.info("stateshift: {}", message), event.id()).execute();
+      LAST_BY_QUERY.put(event.id(), result);
+      unreported.put(event.runId(), result.totalMillis());
+      LOG.info("State repartition of query {} completed in {} ms: {}", event.id(),
+          result.totalMillis(), result);
+    } catch (StateShiftException e) {
+      throw new QueryStartRefused(e);
+    } catch (RuntimeException e) {
+      throw new QueryStartRefused(new StateShiftException(Reason.FAILED,
+          "On-demand repartition failed: " + e.getMessage(), e));
+    }
+  }
+
+  @Override
+  public void onQueryProgress(QueryProgressEvent event) {
+    Long millis = unreported.remove(event.progress().runId());
+    if (millis != null) {
+      // This listener is attached before any the user adds, so it runs first: every listener,
+      // lastProgress and recentProgress see the same, completed progress object.
+      event.progress().durationMs().put(PROGRESS_KEY, millis);
+    }
+  }
+
+  @Override
+  public void onQueryIdle(QueryIdleEvent event) {}
+
+  @Override
+  public void onQueryTerminated(QueryTerminatedEvent event) {
+    unreported.remove(event.runId());
+  }
+
+  private StreamExecution execution(UUID queryId) {
+    StreamingQuery query = session.streams().get(queryId);
+    return query instanceof StreamingQueryWrapper wrapper ? wrapper.streamingQuery() : null;
+  }
+
+  private static int parse(String value) {
+    try {
+      int n = Integer.parseInt(value.trim());
+      if (n > 0) {
+        return n;
+      }
+    } catch (NumberFormatException ignored) {
+      // reported below
+    }
+    throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
+        STATE_PARTITIONS + "=" + value + " is not a partition count; set it to a whole number of "
+            + "at least 1.");
+  }
+
+  /**
+   * Carries a refusal out of the listener. Spark's listener bus logs and swallows ordinary
+   * exceptions; an Error passes through, and the query then terminates with it as the cause of its
+   * StreamingQueryException, before it has read or written anything.
+   */
+  public static final class QueryStartRefused extends LinkageError {
+    QueryStartRefused(StateShiftException cause) {
+      super("Query refused to start: " + cause.getMessage(), cause);
+    }
+  }
+}

@@ -1,0 +1,84 @@
+package io.stateshift.internal;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Optional;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * The record of a repartition in progress, at {@code _stateshift/journal}. It is written before the
+ * first step of each phase, so an interrupted attempt can be finished (once the offset log names
+ * the new count) or undone (before that) by the next run.
+ */
+public record RepartitionJournal(
+    String attemptId,
+    Phase phase,
+    int fromPartitions,
+    int toPartitions,
+    long baseBatch,
+    long newBatch,
+    long startedAtMs,
+    java.util.Map<String, Long> rowsBefore) {
+
+  /** Where an attempt is; the checkpoint's old layout is untouched until SWITCHING. */
+  public enum Phase {
+    /** New state is being written beside the checkpoint; undo by deleting it. */
+    STAGING,
+    /** The offset log, state files and commit log are switching to the new layout; finish it. */
+    SWITCHING,
+    /** The new layout is committed; metadata and retired folders are being tidied; finish it. */
+    FINALIZING
+  }
+
+  static final String DIR = "_stateshift";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  static Path path(CheckpointFiles files) {
+    return files.path(DIR + "/journal");
+  }
+
+  static Path attemptDir(CheckpointFiles files, String attemptId) {
+    return files.path(DIR + "/attempts/" + attemptId);
+  }
+
+  Path stagedDir(CheckpointFiles files) {
+    return new Path(attemptDir(files, attemptId), "staged");
+  }
+
+  Path retiredDir(CheckpointFiles files) {
+    return new Path(attemptDir(files, attemptId), "retired");
+  }
+
+  RepartitionJournal withPhase(Phase next) {
+    return new RepartitionJournal(attemptId, next, fromPartitions, toPartitions, baseBatch, newBatch,
+        startedAtMs, rowsBefore);
+  }
+
+  RepartitionJournal withRowsBefore(java.util.Map<String, Long> rows) {
+    return new RepartitionJournal(attemptId, phase, fromPartitions, toPartitions, baseBatch, newBatch,
+        startedAtMs, rows);
+  }
+
+  static Optional<RepartitionJournal> read(CheckpointFiles files) {
+    Path path = path(files);
+    if (!files.exists(path)) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(JSON.readValue(files.readText(path), RepartitionJournal.class));
+    } catch (Exception e) {
+      throw Checkpoint.corrupt(files, DIR + "/journal is not readable (" + e.getMessage() + ")");
+    }
+  }
+
+  void save(CheckpointFiles files) {
+    try {
+      files.replace(path(files), JSON.writeValueAsString(this));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static void delete(CheckpointFiles files) {
+    files.delete(path(files), false);
+  }
+}

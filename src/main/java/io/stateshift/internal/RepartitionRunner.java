@@ -1,0 +1,356 @@
+package io.stateshift.internal;
+
+import io.stateshift.RepartitionPlan;
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.Consumer;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper;
+import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker;
+import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.streaming.StreamingQuery;
+
+/**
+ * Carries out a repartition with a protocol that never leaves a checkpoint Spark cannot start:
+ *
+ * <ol>
+ *   <li>validate everything, read-only;
+ *   <li>take the checkpoint lock and write the journal (phase STAGING);
+ *   <li>write the new state into {@code _stateshift/attempts/<id>/staged}, beside the checkpoint;
+ *   <li>journal phase SWITCHING, then: offsets/N+1 with the new count, move the staged files into
+ *       {@code state/} (new file names only, nothing is overwritten), operator metadata v2 for
+ *       N+1, and commits/N+1, the step that makes the new layout the one Spark starts from;
+ *   <li>journal phase FINALIZING: operator metadata v1, folders of dropped partitions moved to the
+ *       attempt's {@code retired} folder, a history record, the journal removed.
+ * </ol>
+ *
+ * An interrupted attempt is undone if it stopped while STAGING and finished otherwise. See
+ * docs/protocol.md.
+ */
+public final class RepartitionRunner {
+  private final SparkSession spark;
+  private final CheckpointFiles files;
+  private final int target;
+  private final Consumer<String> progress;
+
+  private final UUID startingQuery;
+
+  public RepartitionRunner(SparkSession spark, String checkpointLocation, int target,
+      Consumer<String> progress) {
+    this(spark, checkpointLocation, target, progress, null);
+  }
+
+  /**
+   * A runner for the query that is starting on this checkpoint (the on-demand path): that query is
+   * waiting for the repartition, so it does not count as running on the checkpoint.
+   */
+  RepartitionRunner(SparkSession spark, String checkpointLocation, int target,
+      Consumer<String> progress, UUID startingQuery) {
+    this.startingQuery = startingQuery;
+    this.spark = spark;
+    this.files = CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+    this.target = target;
+    this.progress = progress;
+  }
+
+  public RepartitionPlan plan() {
+    Checkpoint checkpoint = Checkpoint.load(files);
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isPresent()) {
+      RepartitionJournal j = pending.get();
+      return new RepartitionPlan(files.root().toString(), checkpoint.queryId(), "(interrupted)",
+          j.fromPartitions(), target, j.baseBatch(), j.newBatch(), List.of(),
+          Optional.of(j.attemptId() + " (" + j.phase() + ", " + j.fromPartitions() + " -> "
+              + j.toPartitions() + ")"));
+    }
+    return planOf(validate(checkpoint), Optional.empty());
+  }
+
+  public RepartitionResult execute() {
+    long started = System.currentTimeMillis();
+    Map<String, Long> phases = new LinkedHashMap<>();
+    Checkpoint checkpoint = Checkpoint.load(files);
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isEmpty()) {
+      validate(checkpoint); // refuse bad input before the first write, the lock included
+    }
+    refuseIfQueryActive();
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "repartition to " + target)) {
+      Optional<String> recovered = Optional.empty();
+      if (pending.isPresent()) {
+        recovered = Optional.of(recover(pending.get()));
+        checkpoint = Checkpoint.load(files);
+      }
+      StateLayout layout;
+      try {
+        layout = validate(checkpoint);
+      } catch (StateShiftException e) {
+        if (recovered.isPresent() && e.reason() == Reason.SAME_PARTITION_COUNT) {
+          progress.accept("The interrupted attempt already reached " + target + " partitions.");
+          RepartitionPlan plan = new RepartitionPlan(files.root().toString(),
+              checkpoint.queryId(), "", target, target, checkpoint.lastCommittedBatch(),
+              checkpoint.lastCommittedBatch(), List.of(), recovered);
+          return new RepartitionResult(plan, List.of(), phases,
+              checkpoint.lastCommittedBatch(), System.currentTimeMillis() - started);
+        }
+        throw e;
+      }
+      RepartitionPlan plan = planOf(layout, recovered);
+      phases.put("validate", System.currentTimeMillis() - started);
+
+      long phaseStart = System.currentTimeMillis();
+      RepartitionJournal journal = new RepartitionJournal(UUID.randomUUID().toString(),
+          RepartitionJournal.Phase.STAGING, layout.partitions(), target, layout.lastCommitted(),
+          layout.lastCommitted() + 1, started, Map.of());
+      journal.save(files);
+      StateRedistributionJob.Outcome outcome;
+      try {
+        outcome = stage(layout, journal);
+      } catch (RuntimeException e) {
+        undo(journal);
+        throw classifyFailure(e);
+      }
+      List<RepartitionResult.StoreMove> moves = summarize(layout, outcome);
+      Map<String, Long> rowsBefore = new LinkedHashMap<>();
+      moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
+      phases.put("stage", System.currentTimeMillis() - phaseStart);
+
+      phaseStart = System.currentTimeMillis();
+      journal = journal.withRowsBefore(rowsBefore).withPhase(RepartitionJournal.Phase.SWITCHING);
+      journal.save(files);
+      switchLayout(checkpoint, journal);
+      phases.put("switch", System.currentTimeMillis() - phaseStart);
+
+      phaseStart = System.currentTimeMillis();
+      journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
+      journal.save(files);
+      finalizeLayout(Checkpoint.load(files), journal);
+      phases.put("finalize", System.currentTimeMillis() - phaseStart);
+      return new RepartitionResult(plan, moves, phases, journal.newBatch(),
+          System.currentTimeMillis() - started);
+    }
+  }
+
+  // ---- validation (read-only) ----
+
+  private StateLayout validate(Checkpoint checkpoint) {
+    if (target <= 0) {
+      throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
+          "The partition count must be at least 1, got " + target + ".");
+    }
+    StateLayout layout = StateLayout.read(spark, checkpoint, true);
+    if (layout.partitions() == target) {
+      throw new StateShiftException(Reason.SAME_PARTITION_COUNT,
+          "The state of " + files.root() + " already has " + target + " partitions. Nothing to do.");
+    }
+    return layout;
+  }
+
+  private RepartitionPlan planOf(StateLayout layout, Optional<String> interrupted) {
+    List<RepartitionPlan.OperatorInfo> ops = layout.operators().stream()
+        .map(op -> new RepartitionPlan.OperatorInfo(op.id(), op.name(),
+            op.stores().stream().map(StatefulOperator.Store::name).toList()))
+        .toList();
+    return new RepartitionPlan(files.root().toString(), layout.checkpoint().queryId(),
+        layout.provider(), layout.partitions(), target, layout.lastCommitted(),
+        layout.lastCommitted() + 1, ops, interrupted);
+  }
+
+  private void refuseIfQueryActive() {
+    for (StreamingQuery query : spark.streams().active()) {
+      if (query.id().equals(startingQuery)) {
+        continue;
+      }
+      if (query instanceof StreamingQueryWrapper wrapper) {
+        Path running = new Path(wrapper.streamingQuery().resolvedCheckpointRoot());
+        if (files.root().equals(running)) {
+          throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
+              "Query " + query.id() + " is running on checkpoint " + files.root() + ". Stop it "
+                  + "(query.stop()) before repartitioning.");
+        }
+      }
+    }
+  }
+
+  // ---- phase STAGING ----
+
+  private StateRedistributionJob.Outcome stage(StateLayout layout, RepartitionJournal journal) {
+    spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
+    StateRedistributionJob job = new StateRedistributionJob(files.path("state").toString(),
+        journal.stagedDir(files).toString(), layout.storeConf(), files.conf(), layout.stores(),
+        layout.partitions(), target, layout.lastCommitted(), layout.rocksDb(), layout.codec());
+    String group = "stateshift-" + journal.attemptId();
+    // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
+    java.util.Map<String, String> saved = new java.util.HashMap<>();
+    for (String key : List.of("spark.jobGroup.id", "spark.job.description",
+        "spark.job.interruptOnCancel")) {
+      saved.put(key, spark.sparkContext().getLocalProperty(key));
+    }
+    spark.sparkContext().setJobGroup(group,
+        "stateshift: repartition " + files.root() + " to " + target + " partitions", false);
+    try (JobProgress ignored = new JobProgress(spark, group, progress)) {
+      return job.run(spark);
+    } finally {
+      saved.forEach((key, value) -> spark.sparkContext().setLocalProperty(key, value));
+    }
+  }
+
+  private List<RepartitionResult.StoreMove> summarize(StateLayout layout,
+      StateRedistributionJob.Outcome outcome) {
+    List<RepartitionResult.StoreMove> moves = new ArrayList<>();
+    for (StoreSpec spec : layout.stores()) {
+      long read = outcome.read().stream().filter(c -> c.slot() == spec.slot())
+          .mapToLong(StateRedistributionJob.PartitionCount::rows).sum();
+      long written = outcome.written().stream().filter(c -> c.slot() == spec.slot())
+          .mapToLong(StateRedistributionJob.PartitionCount::rows).sum();
+      long bytes = outcome.written().stream().filter(c -> c.slot() == spec.slot())
+          .mapToLong(StateRedistributionJob.PartitionCount::bytes).sum();
+      if (read != written) {
+        throw new StateShiftException(Reason.FAILED, "Operator " + spec.operatorId() + " store "
+            + spec.storeName() + ": read " + read + " rows but wrote " + written + ".");
+      }
+      moves.add(new RepartitionResult.StoreMove(spec.operatorId(), spec.operatorName(),
+          spec.storeName(), read, written, bytes));
+    }
+    return moves;
+  }
+
+  private void undo(RepartitionJournal journal) {
+    files.deleteQuietly(RepartitionJournal.attemptDir(files, journal.attemptId()));
+    deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
+    RepartitionJournal.delete(files);
+  }
+
+  private void deleteIfEmpty(Path dir) {
+    if (files.exists(dir) && files.list(dir).isEmpty()) {
+      files.deleteQuietly(dir);
+    }
+  }
+
+  private StateShiftException classifyFailure(RuntimeException e) {
+    if (e instanceof StateShiftException sse) {
+      return sse;
+    }
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof FileNotFoundException
+          || (t.getMessage() != null && t.getMessage().contains("does not exist"))) {
+        return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
+            "A state file of checkpoint " + files.root() + " is missing or unreadable: "
+                + t.getMessage() + ". The checkpoint was not changed. Restore it from a backup.",
+            e);
+      }
+    }
+    return new StateShiftException(Reason.FAILED,
+        "Repartitioning " + files.root() + " failed while writing the new state; the checkpoint "
+            + "was not changed. Cause: " + e.getMessage(), e);
+  }
+
+  // ---- phase SWITCHING (idempotent, so an interrupted switch can be finished) ----
+
+  private void switchLayout(Checkpoint checkpoint, RepartitionJournal journal) {
+    Path offsets = files.path("offsets/" + journal.newBatch());
+    if (!files.exists(offsets)) {
+      files.writeNew(offsets, checkpoint.offsets(journal.baseBatch())
+          .withShufflePartitions(journal.toPartitions()).toText());
+    }
+    publishStagedFiles(journal);
+    for (StatefulOperator op : checkpoint.operators()) {
+      Path v2 = files.path("state/" + op.id() + "/_metadata/v2/" + journal.newBatch());
+      Optional<Path> latest = checkpoint.latestV2Metadata(op.id());
+      if (latest.isPresent() && !files.exists(v2)) {
+        files.writeNew(v2, checkpoint.metadataWithPartitions(latest.get(), journal.toPartitions()));
+      }
+    }
+    Path commit = files.path("commits/" + journal.newBatch());
+    if (!files.exists(commit)) {
+      files.writeNew(commit, checkpoint.commitText(journal.baseBatch()));
+    }
+  }
+
+  private void publishStagedFiles(RepartitionJournal journal) {
+    Path staged = journal.stagedDir(files);
+    String stagedPrefix = files.relativize(staged) + "/";
+    List<Path> pending = files.listFilesRecursively(staged);
+    // RocksDB's SST files first, the version files that name them last.
+    pending.sort(Comparator.comparing((Path p) -> !p.getParent().getName().equals("SSTs"))
+        .thenComparing(Path::toString));
+    progress.accept("switching layout: moving " + pending.size() + " state files into place");
+    for (Path from : pending) {
+      String relative = files.relativize(from).substring(stagedPrefix.length());
+      try {
+        files.rename(from, files.path(relative), false);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  }
+
+  // ---- phase FINALIZING (idempotent) ----
+
+  private void finalizeLayout(Checkpoint checkpoint, RepartitionJournal journal) {
+    for (StatefulOperator op : checkpoint.operators()) {
+      Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
+      if (files.exists(v1)) {
+        files.replace(v1, checkpoint.metadataWithPartitions(v1, journal.toPartitions()));
+      }
+      for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
+        Path live = files.path("state/" + op.id() + "/" + p);
+        if (files.exists(live)) {
+          try {
+            files.rename(live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p),
+                false);
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        }
+      }
+    }
+    files.deleteQuietly(journal.stagedDir(files));
+    RepartitionHistory.record(files, journal);
+    RepartitionJournal.delete(files);
+  }
+
+  /** Finishes or undoes an interrupted attempt; returns a description of what was done. */
+  private String recover(RepartitionJournal journal) {
+    switch (journal.phase()) {
+      case STAGING -> {
+        progress.accept("Undoing interrupted attempt " + journal.attemptId()
+            + " (it stopped before changing the checkpoint).");
+        undo(journal);
+        return journal.attemptId() + " undone";
+      }
+      case SWITCHING -> {
+        progress.accept("Finishing interrupted attempt " + journal.attemptId() + " ("
+            + journal.fromPartitions() + " -> " + journal.toPartitions() + ").");
+        switchLayout(Checkpoint.load(files), journal);
+        RepartitionJournal next = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
+        next.save(files);
+        finalizeLayout(Checkpoint.load(files), next);
+        return journal.attemptId() + " finished";
+      }
+      default -> {
+        progress.accept("Finishing interrupted attempt " + journal.attemptId() + ".");
+        finalizeLayout(Checkpoint.load(files), journal);
+        return journal.attemptId() + " finished";
+      }
+    }
+  }
+}

@@ -1,0 +1,68 @@
+package io.stateshift.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning;
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatePartitionKeyExtractorFactory;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.StatePartitionKeyExtractor;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider$;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+import org.apache.spark.sql.types.StructField;
+
+/** Opens Spark's state store providers and computes where Spark places a state key. */
+final class StateStores {
+  static final String DEFAULT_COLUMN_FAMILY = "default";
+
+  private StateStores() {}
+
+  /** A provider for one partition of one store, rooted at {@code stateRoot} (a state/ folder). */
+  static StateStoreProvider open(String stateRoot, StoreSpec spec, int partition,
+      StateStoreConf storeConf, Configuration hadoopConf) {
+    StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
+    KeyStateEncoderSpec encoder = spec.numColsPrefixKey() > 0
+        ? new PrefixKeyScanStateEncoderSpec(spec.keySchema(), spec.numColsPrefixKey())
+        : new NoPrefixKeyStateEncoderSpec(spec.keySchema());
+    return StateStoreProvider$.MODULE$.createAndInit(
+        new StateStoreProviderId(id, UUID.randomUUID()), spec.keySchema(), spec.valueSchema(),
+        encoder, false, storeConf, new Configuration(hadoopConf), false, ScalaBridge.none());
+  }
+
+  /**
+   * Spark's own placement of a state key among {@code partitions}: the operator's partition key
+   * (the whole key for aggregations and deduplication), hashed with Murmur3 seed 42, modulo n.
+   */
+  static final class KeyPlacement {
+    private final StatePartitionKeyExtractor extractor;
+    private final UnsafeProjection partitionId;
+
+    KeyPlacement(StoreSpec spec, int partitions) {
+      this.extractor = StatePartitionKeyExtractorFactory.create(spec.operatorName(),
+          spec.keySchema(), spec.storeName(), DEFAULT_COLUMN_FAMILY, ScalaBridge.none(),
+          ScalaBridge.none());
+      List<Expression> fields = new ArrayList<>();
+      StructField[] keyFields = extractor.partitionKeySchema().fields();
+      for (int i = 0; i < keyFields.length; i++) {
+        fields.add(new BoundReference(i, keyFields[i].dataType(), keyFields[i].nullable()));
+      }
+      Expression expression =
+          new HashPartitioning(ScalaBridge.seq(fields), partitions).partitionIdExpression();
+      this.partitionId = UnsafeProjection.create(ScalaBridge.seq(List.of(expression)));
+    }
+
+    int partitionOf(UnsafeRow key) {
+      return partitionId.apply(extractor.partitionKey(key)).getInt(0);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * On-demand repartitioning enabled by conf alone: the same query code, restarted on the same
+ * checkpoint after {@code spark.sql.streaming.stateStore.partitions} changed.
+ */
+class OnDemandRepartitionTest {
+  private static final String KEY = StateShiftExtensions.STATE_PARTITIONS;
+
+  @TempDir Path tmp;
+
+  /** A brand-new session of the shared application: its own conf, listeners and extensions. */
+  private SparkSession freshSession() {
+    return SparkTestSession.get().newSession();
+  }
+
+  @Test
+  void newCheckpointStartsWithTheConfiguredCountAndARestartRepartitions() throws Exception {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    for (int i = 0; i < 4; i++) {
+      run.writeEvents(i, 300, 40);
+    }
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(7));
+    conf.put(KEY, "4");
+    List<StreamingQueryProgress> first =
+        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
+    assertThat(stateInstances(first)).containsOnly(4L); // the setting wins over shuffle partitions
+
+    for (int i = 4; i < 7; i++) {
+      run.writeEvents(i, 300, 40);
+    }
+    run.writeFlush(7);
+    List<StreamingQueryProgress> seenByListener = new ArrayList<>();
+    StreamingQueryListener listener = new CollectingListener(seenByListener);
+    spark.streams().addListener(listener);
+    conf.put(KEY, "8");
+    List<StreamingQueryProgress> second;
+    try {
+      second = run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
+      spark.sparkContext().listenerBus().waitUntilEmpty();
+    } finally {
+      spark.streams().removeListener(listener);
+    }
+
+    assertThat(stateInstances(second)).containsOnly(8L);
+    assertThat(second.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
+    assertThat(second.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY)).isPositive();
+    assertThat(second.subList(1, second.size()))
+        .allSatisfy(p -> assertThat(p.durationMs()).doesNotContainKey(
+            StateShiftExtensions.PROGRESS_KEY));
+    assertThat(seenByListener).isNotEmpty();
+    assertThat(seenByListener.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
+    assertThat(seenByListener.get(0).batchId()).isEqualTo(second.get(0).batchId());
+    StateAssertions.assertMetadataReports(spark, checkpoint, 8);
+
+    // The oracle: the same query over the same files without interruption.
+    StreamRun oracle = new StreamRun(spark, tmp.resolve("input"));
+    Path oracleSink = tmp.resolve("oracle-sink");
+    Map<String, String> plain = StateStores.HDFS.withPartitions(5);
+    oracle.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"),
+        oracleSink, plain);
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .isNotEmpty()
+        .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
+
+    // Same count again: nothing happens, nothing is reported.
+    run.writeEvents(9, 50, 40);
+    List<StreamingQueryProgress> third =
+        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
+    assertThat(third).allSatisfy(p -> assertThat(p.durationMs())
+        .doesNotContainKey(StateShiftExtensions.PROGRESS_KEY));
+  }
+
+  @Test
+  void anInvalidSettingFailsTheQueryAndLeavesTheCheckpointUnchanged() {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 100, 10);
+    Path checkpoint = tmp.resolve("checkpoint");
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(3));
+    run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"), conf);
+    var before = CheckpointDigest.of(checkpoint);
+    conf.put(KEY, "zero");
+    assertThatThrownBy(() -> run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint,
+        tmp.resolve("sink"), conf))
+        .hasStackTraceContaining(KEY + "=zero is not a partition count");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  @Test
+  void anUnsupportedOperatorFailsTheQueryWithTheReason() throws Exception {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 100, 10);
+    Path checkpoint = tmp.resolve("checkpoint");
+    var events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
+        .option("maxFilesPerTrigger", 1).json(tmp.resolve("input").toString());
+    spark.conf().set("spark.sql.shuffle.partitions", "3");
+    runLimit(events, checkpoint);
+    var before = CheckpointDigest.of(checkpoint);
+    spark.conf().set(KEY, "6");
+    assertThatThrownBy(() -> runLimit(events, checkpoint))
+        .hasStackTraceContaining("cannot be repartitioned");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  private static void runLimit(org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> events,
+      Path checkpoint) throws Exception {
+    events.limit(5).writeStream().format("noop").outputMode("append")
+        .option("checkpointLocation", checkpoint.toString())
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .start().awaitTermination();
+  }
+
+  private static List<Long> stateInstances(List<StreamingQueryProgress> progress) {
+    List<Long> out = new ArrayList<>();
+    for (StreamingQueryProgress p : progress) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        out.add(op.numStateStoreInstances());
+      }
+    }
+    return out;
+  }
+
+  /** A user's listener, added after the session started: it must see the complete progress. */
+  private static final class CollectingListener extends StreamingQueryListener {
+    private final List<StreamingQueryProgress> seen;
+
+    CollectingListener(List<StreamingQueryProgress> seen) {
+      this.seen = seen;
+    }
+
+    @Override
+    public void onQueryStarted(QueryStartedEvent event) {}
+
+    @Override
+    public void onQueryProgress(QueryProgressEvent event) {
+      seen.add(event.progress());
+    }
+
+    @Override
+    public void onQueryIdle(QueryIdleEvent event) {}
+
+    @Override
+    public void onQueryTerminated(QueryTerminatedEvent event) {}
+  }
+}

@@ -1,0 +1,36 @@
+package io.stateshift.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/** A digest of every file and folder under a local checkpoint, to prove it was left unchanged. */
+public final class CheckpointDigest {
+  private CheckpointDigest() {}
+
+  public static Map<String, String> of(Path root) {
+    Map<String, String> out = new TreeMap<>();
+    try (Stream<Path> paths = Files.walk(root)) {
+      for (Path p : (Iterable<Path>) paths::iterator) {
+        String rel = root.relativize(p).toString();
+        if (Files.isDirectory(p)) {
+          out.put(rel + "/", "dir");
+        } else {
+          MessageDigest sha = MessageDigest.getInstance("SHA-256");
+          out.put(rel, HexFormat.of().formatHex(sha.digest(Files.readAllBytes(p))));
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,32 @@
+package io.stateshift.testing;
+
+import org.apache.spark.sql.SparkSession;
+
+/** One local Spark session for the whole test JVM: starting Spark is the slowest part of a test. */
+public final class SparkTestSession {
+  private static SparkSession spark;
+
+  private SparkTestSession() {}
+
+  public static synchronized SparkSession get() {
+    if (spark == null) {
+      spark = SparkSession.builder()
+          .master("local[2]")
+          .appName("stateshift-tests")
+          .config("spark.ui.enabled", "false")
+          .config("spark.sql.shuffle.partitions", "4")
+          .config("spark.sql.session.timeZone", "UTC")
+          .config("spark.sql.extensions",
+              "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
+          .config("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
+          .config("spark.sql.catalog.spark_catalog",
+              "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+          .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
+          .config("spark.databricks.delta.snapshotPartitions", "2")
+          .config("spark.sql.adaptive.enabled", "false")
+          .getOrCreate();
+      spark.sparkContext().setLogLevel("WARN");
+    }
+    return spark;
+  }
+}
