@@ -94,6 +94,77 @@ class OnDemandRepartitionTest {
         .doesNotContainKey(StateShiftExtensions.PROGRESS_KEY));
   }
 
+  /**
+   * A batch that was planned (offsets written) but failed in the sink on its first attempt: the
+   * restart with a new count must finish that batch as planned, exactly once, then repartition.
+   * The sink writes to Delta idempotently (txnAppId, txnVersion = batch id): exactly-once.
+   */
+  @Test
+  void aPlannedButUncommittedBatchCompletesFirstThenTheStateMoves() throws Exception {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    for (int i = 0; i < 3; i++) {
+      run.writeEvents(i, 300, 40);
+    }
+    Path checkpoint = tmp.resolve("checkpoint");
+    String table = tmp.resolve("delta-sink").toString();
+    Path failOnce = tmp.resolve("fail-batch-2-once");
+    java.nio.file.Files.createFile(failOnce);
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(4));
+    conf.forEach((k, v) -> spark.conf().set(k, v));
+    assertThatThrownBy(() -> runToDelta(spark, checkpoint, table, failOnce))
+        .hasStackTraceContaining("injected failure in the sink for batch 2");
+    assertThat(checkpoint.resolve("offsets/2")).exists();
+    assertThat(checkpoint.resolve("commits/2")).doesNotExist();
+
+    for (int i = 3; i < 6; i++) {
+      run.writeEvents(i, 300, 40);
+    }
+    run.writeFlush(6);
+    spark.conf().set(KEY, "7");
+    List<StreamingQueryProgress> progress = runToDelta(spark, checkpoint, table, failOnce);
+    spark.sparkContext().listenerBus().waitUntilEmpty();
+
+    assertThat(progress.get(0).batchId()).isEqualTo(2); // the pending batch, as planned
+    assertThat(progress.get(0).stateOperators()[0].numStateStoreInstances()).isEqualTo(4);
+    assertThat(progress.get(0).durationMs()).doesNotContainKey(StateShiftExtensions.PROGRESS_KEY);
+    assertThat(progress.get(1).batchId()).isEqualTo(4); // batch 3 is the repartition
+    assertThat(progress.get(1).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
+    assertThat(progress.subList(1, progress.size())).allSatisfy(
+        p -> assertThat(p.stateOperators()[0].numStateStoreInstances()).isEqualTo(7));
+
+    StreamRun oracle = new StreamRun(spark, tmp.resolve("input"));
+    Path oracleSink = tmp.resolve("oracle-sink");
+    oracle.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"),
+        oracleSink, StateStores.HDFS.withPartitions(5));
+    List<String> delta = spark.read().format("delta").load(table).collectAsList().stream()
+        .map(org.apache.spark.sql.Row::toString).sorted().toList();
+    assertThat(delta).isNotEmpty().doesNotHaveDuplicates()
+        .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
+  }
+
+  private List<StreamingQueryProgress> runToDelta(SparkSession spark, Path checkpoint,
+      String table, Path failOnce) throws Exception {
+    var events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
+        .option("maxFilesPerTrigger", 1).json(tmp.resolve("input").toString());
+    String marker = failOnce.toString();
+    var query = StatefulQueries.WINDOWED_COUNT.apply(events).writeStream()
+        .outputMode("append")
+        .option("checkpointLocation", checkpoint.toString())
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .foreachBatch((org.apache.spark.api.java.function.VoidFunction2<
+            org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>, Long>) (batch, id) -> {
+          if (id == 2 && java.nio.file.Files.deleteIfExists(java.nio.file.Path.of(marker))) {
+            throw new IllegalStateException("injected failure in the sink for batch 2");
+          }
+          batch.write().format("delta").mode("append")
+              .option("txnAppId", "windowed-count").option("txnVersion", id).save(table);
+        })
+        .start();
+    query.awaitTermination();
+    return List.of(query.recentProgress());
+  }
+
   @Test
   void anInvalidSettingFailsTheQueryAndLeavesTheCheckpointUnchanged() {
     SparkSession spark = freshSession();

@@ -9,6 +9,7 @@ import java.util.UUID;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution;
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper;
 import org.apache.spark.sql.streaming.StreamingQuery;
@@ -30,8 +31,10 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   private static final Map<UUID, RepartitionResult> LAST_BY_QUERY = new ConcurrentHashMap<>();
 
   private final SparkSession session;
-  /** Repartition times not yet reported, by run id: the first progress of that run carries it. */
-  private final Map<UUID, Long> unreported = new ConcurrentHashMap<>();
+  /** A repartition time to report in the first progress of a run after {@code afterBatch}. */
+  private record Unreported(long millis, long afterBatch) {}
+
+  private final Map<UUID, Unreported> unreported = new ConcurrentHashMap<>();
 
   private OnDemandRepartition(SparkSession session) {
     this.session = session;
@@ -55,21 +58,25 @@ public final class OnDemandRepartition extends StreamingQueryListener {
 
   @Override
   public void onQueryStarted(QueryStartedEvent event) {
-    String wanted = session.conf().get(STATE_PARTITIONS, null);
-    if (wanted == null || wanted.isBlank()) {
-      return;
-    }
     StreamExecution execution = execution(event.id());
     if (execution == null) {
       return; // not a query of this session
     }
+    String wanted = session.conf().get(STATE_PARTITIONS, null);
     try {
+      CheckpointFiles files = CheckpointFiles.at(execution.resolvedCheckpointRoot(),
+          session.sparkContext().hadoopConfiguration());
+      if (wanted == null || wanted.isBlank()) {
+        // Not asked to repartition, but never start on a half-switched layout.
+        new RepartitionRunner(session, files.root().toString(), 1,
+            message -> LOG.info("stateshift: {}", message), event.id()).recoverInterrupted()
+            .ifPresent(done -> LOG.warn("Interrupted repartition of {}: {}", files.root(), done));
+        return;
+      }
       int partitions = parse(wanted);
       // A new checkpoint takes its count from this internal setting (absent an offset log).
       execution.sparkSessionForStream().conf().set(INTERNAL_STATE_PARTITIONS,
           Integer.toString(partitions));
-      CheckpointFiles files = CheckpointFiles.at(execution.resolvedCheckpointRoot(),
-          session.sparkContext().hadoopConfiguration());
       Checkpoint checkpoint = Checkpoint.load(files);
       boolean interrupted = RepartitionJournal.read(files).isPresent();
       if (checkpoint.lastPlannedBatch() < 0 && !interrupted) {
@@ -78,19 +85,20 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       if (!interrupted && checkpoint.operators().isEmpty()) {
         return; // a stateless query: the setting does not apply
       }
-      int current = checkpoint.offsets(checkpoint.lastPlannedBatch()).shufflePartitions();
+      long planned = checkpoint.lastPlannedBatch();
+      int current = checkpoint.offsets(planned).shufflePartitions();
       if (current == partitions && !interrupted) {
         return;
       }
-      LOG.info("Query {} starts on checkpoint {} with {} state partitions; {} is set to {}: "
-          + "repartitioning before the first batch.", event.id(), files.root(), current,
-          STATE_PARTITIONS, partitions);
-      RepartitionResult result = new RepartitionRunner(session, files.root().toString(),
-          partitions, message -> LOG.info("stateshift: {}", message), event.id()).execute();
-      LAST_BY_QUERY.put(event.id(), result);
-      unreported.put(event.runId(), result.totalMillis());
-      LOG.info("State repartition of query {} completed in {} ms: {}", event.id(),
-          result.totalMillis(), result);
+      LOG.info("Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
+          event.id(), files.root(), current, STATE_PARTITIONS, partitions);
+      if (planned > checkpoint.lastCommittedBatch() && !interrupted) {
+        // Refuse now what would be refused after the pending batch, then let that batch run.
+        StateLayout.read(session, checkpoint, true, true);
+        runPendingBatchFirst(execution, event, files, partitions, planned);
+        return;
+      }
+      repartition(event, files, partitions, -1);
     } catch (StateShiftException e) {
       throw new QueryStartRefused(e);
     } catch (RuntimeException e) {
@@ -99,13 +107,46 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     }
   }
 
+  private void repartition(QueryStartedEvent event, CheckpointFiles files, int partitions,
+      long afterBatch) {
+    RepartitionResult result = new RepartitionRunner(session, files.root().toString(),
+        partitions, message -> LOG.info("stateshift: {}", message), event.id()).execute();
+    LAST_BY_QUERY.put(event.id(), result);
+    unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
+    LOG.info("State repartition of query {} completed in {} ms: {}", event.id(),
+        result.totalMillis(), result);
+  }
+
+  /**
+   * The pending batch must complete with the layout it was planned with before the state can move:
+   * the query's trigger executor is wrapped so that it runs that batch, then the repartition, then
+   * continues as the query would after a restart.
+   */
+  private void runPendingBatchFirst(StreamExecution execution, QueryStartedEvent event,
+      CheckpointFiles files, int partitions, long pendingBatch) {
+    if (!(execution instanceof MicroBatchExecution microBatch)) {
+      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
+          "Query " + event.id() + " does not run in micro-batches; on-demand repartitioning "
+              + "needs a micro-batch query.");
+    }
+    LOG.info("Batch {} was planned but not committed: it runs first with the old layout.",
+        pendingBatch);
+    // The trigger executor is created with the logical plan, which the query builds right after
+    // this event anyway; building it now lets it be wrapped before the first batch.
+    microBatch.sparkSessionForStream().withActive(
+        (scala.Function0<Object>) () -> microBatch.logicalPlan());
+    microBatch.triggerExecutor_$eq(new PendingBatchFirst(microBatch, microBatch.triggerExecutor(),
+        () -> repartition(event, files, partitions, pendingBatch)));
+  }
+
   @Override
   public void onQueryProgress(QueryProgressEvent event) {
-    Long millis = unreported.remove(event.progress().runId());
-    if (millis != null) {
+    Unreported pending = unreported.get(event.progress().runId());
+    if (pending != null && event.progress().batchId() > pending.afterBatch()) {
+      unreported.remove(event.progress().runId());
       // This listener is attached before any the user adds, so it runs first: every listener,
       // lastProgress and recentProgress see the same, completed progress object.
-      event.progress().durationMs().put(PROGRESS_KEY, millis);
+      event.progress().durationMs().put(PROGRESS_KEY, pending.millis());
     }
   }
 

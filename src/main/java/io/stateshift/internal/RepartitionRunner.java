@@ -149,6 +149,21 @@ public final class RepartitionRunner {
     }
   }
 
+  /**
+   * Finishes or undoes an interrupted attempt, if there is one, and does nothing else. Returns what
+   * was done.
+   */
+  public Optional<String> recoverInterrupted() {
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isEmpty()) {
+      return Optional.empty();
+    }
+    refuseIfQueryActive();
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "recover an interrupted attempt")) {
+      return Optional.of(recover(pending.get()));
+    }
+  }
+
   // ---- validation (read-only) ----
 
   private StateLayout validate(Checkpoint checkpoint) {
@@ -324,6 +339,8 @@ public final class RepartitionRunner {
       }
     }
     files.deleteQuietly(journal.stagedDir(files));
+    deleteIfEmpty(RepartitionJournal.attemptDir(files, journal.attemptId()));
+    deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
     RepartitionHistory.record(files, journal);
     RepartitionJournal.delete(files);
   }

@@ -44,15 +44,30 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
    * repartition are refused; without, their stores are left out (for inspection).
    */
   static StateLayout read(SparkSession spark, Checkpoint checkpoint, boolean requireSupported) {
+    return read(spark, checkpoint, requireSupported, false);
+  }
+
+  /**
+   * With {@code allowPendingBatch}, a planned but uncommitted last batch is accepted and the layout
+   * of the last committed batch is read: the on-demand path checks a checkpoint this way before it
+   * lets the pending batch run.
+   */
+  static StateLayout read(SparkSession spark, Checkpoint checkpoint, boolean requireSupported,
+      boolean allowPendingBatch) {
     CheckpointFiles files = checkpoint.files();
     long committed = checkpoint.lastCommittedBatch();
     long planned = checkpoint.lastPlannedBatch();
+    if (committed < 0 && allowPendingBatch) {
+      throw new StateShiftException(Reason.UNCOMMITTED_BATCH,
+          "Checkpoint " + files.root() + " has no committed batch yet. Run the query until it "
+              + "commits one batch, stop it, then change the partition count.");
+    }
     if (planned < 0) {
       throw new StateShiftException(Reason.UNCOMMITTED_BATCH,
           "Checkpoint " + files.root() + " has no batch yet. Run the query until it commits one "
               + "batch, stop it, then repartition.");
     }
-    if (committed < planned) {
+    if (committed < planned && !allowPendingBatch) {
       throw new StateShiftException(Reason.UNCOMMITTED_BATCH,
           "The last planned batch " + planned + " of checkpoint " + files.root() + " was not "
               + "committed (last committed: " + committed + "). Its state must be completed with "
