@@ -14,6 +14,7 @@ public final class RepartitionState {
   private final String checkpointLocation;
   private Integer partitions;
   private Consumer<String> progress = message -> {};
+  private String backupTo;
 
   RepartitionState(SparkSession spark, String checkpointLocation) {
     if (checkpointLocation == null || checkpointLocation.isBlank()) {
@@ -40,6 +41,15 @@ public final class RepartitionState {
     return this;
   }
 
+  /**
+   * Keeps the partition folders a decrease drops, and a record of the repartition, under this
+   * location (any Hadoop path) instead of inside the checkpoint's {@code _stateshift} folder.
+   */
+  public RepartitionState backupTo(String location) {
+    this.backupTo = location;
+    return this;
+  }
+
   public RepartitionPlan plan() {
     return runner().plan();
   }
@@ -53,6 +63,7 @@ public final class RepartitionState {
       throw new StateShiftException(Reason.INVALID_ARGUMENT,
           "No partition count given: call toPartitions(n) before plan() or execute().");
     }
-    return new RepartitionRunner(spark, checkpointLocation, partitions, progress);
+    return new RepartitionRunner(spark, checkpointLocation, partitions, progress)
+        .backupTo(backupTo);
   }
 }

@@ -24,6 +24,22 @@ public final class StateShift {
     return new RepartitionState(spark, checkpointLocation);
   }
 
+  /**
+   * Restores the layout before the checkpoint's last repartition, as long as no batch has run on
+   * the new layout. Returns the plan that was undone.
+   */
+  public RepartitionPlan rollbackRepartition(String checkpointLocation) {
+    return io.stateshift.internal.RollbackAction.run(spark, checkpointLocation);
+  }
+
+  /**
+   * Checks every key is in the partition Spark assigns it, row counts match the counts before the
+   * last repartition, and the state files the logs need exist.
+   */
+  public VerificationReport verify(String checkpointLocation) {
+    return io.stateshift.internal.CheckpointVerifier.verify(spark, checkpointLocation);
+  }
+
   /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */
   public CheckpointReport inspect(String checkpointLocation) {
     return io.stateshift.internal.CheckpointInspector.inspect(spark, checkpointLocation);

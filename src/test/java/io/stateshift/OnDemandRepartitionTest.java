@@ -14,7 +14,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQueryListener;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
@@ -47,7 +46,8 @@ class OnDemandRepartitionTest {
     conf.put(KEY, "4");
     List<StreamingQueryProgress> first =
         run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
-    assertThat(stateInstances(first)).containsOnly(4L); // the setting wins over shuffle partitions
+    // the setting wins over spark.sql.shuffle.partitions
+    assertThat(StreamRun.stateInstances(first)).containsOnly(4L);
 
     for (int i = 4; i < 7; i++) {
       run.writeEvents(i, 300, 40);
@@ -65,7 +65,7 @@ class OnDemandRepartitionTest {
       spark.streams().removeListener(listener);
     }
 
-    assertThat(stateInstances(second)).containsOnly(8L);
+    assertThat(StreamRun.stateInstances(second)).containsOnly(8L);
     assertThat(second.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
     assertThat(second.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY)).isPositive();
     assertThat(second.subList(1, second.size()))
@@ -204,16 +204,6 @@ class OnDemandRepartitionTest {
         .option("checkpointLocation", checkpoint.toString())
         .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
         .start().awaitTermination();
-  }
-
-  private static List<Long> stateInstances(List<StreamingQueryProgress> progress) {
-    List<Long> out = new ArrayList<>();
-    for (StreamingQueryProgress p : progress) {
-      for (StateOperatorProgress op : p.stateOperators()) {
-        out.add(op.numStateStoreInstances());
-      }
-    }
-    return out;
   }
 
   /** A user's listener, added after the session started: it must see the complete progress. */

@@ -18,7 +18,12 @@ final class StateAssertions {
    */
   static void assertEveryKeyInItsSparkPartition(SparkSession spark, Path checkpoint, long batchId,
       int partitions) {
-    List<Row> operators = spark.read().format("state-metadata").load(checkpoint.toString())
+    assertEveryKeyInItsSparkPartition(spark, checkpoint.toString(), batchId, partitions);
+  }
+
+  static void assertEveryKeyInItsSparkPartition(SparkSession spark, String checkpoint,
+      long batchId, int partitions) {
+    List<Row> operators = spark.read().format("state-metadata").load(checkpoint)
         .select("operatorId", "stateStoreName").collectAsList();
     assertThat(operators).isNotEmpty();
     for (Row op : operators) {
@@ -26,7 +31,7 @@ final class StateAssertions {
           .option("batchId", batchId)
           .option("operatorId", op.getLong(0))
           .option("storeName", op.getString(1))
-          .load(checkpoint.toString());
+          .load(checkpoint);
       long rows = state.count();
       long misplaced = state
           .selectExpr("partition_id", "pmod(hash(key), " + partitions + ") AS expected")
@@ -41,7 +46,11 @@ final class StateAssertions {
 
   /** Spark's state-metadata source must report the new count for every operator. */
   static void assertMetadataReports(SparkSession spark, Path checkpoint, int partitions) {
-    List<Row> rows = spark.read().format("state-metadata").load(checkpoint.toString())
+    assertMetadataReports(spark, checkpoint.toString(), partitions);
+  }
+
+  static void assertMetadataReports(SparkSession spark, String checkpoint, int partitions) {
+    List<Row> rows = spark.read().format("state-metadata").load(checkpoint)
         .select("numPartitions").collectAsList();
     assertThat(rows).isNotEmpty().allSatisfy(r -> assertThat(r.getInt(0)).isEqualTo(partitions));
   }

@@ -6,6 +6,7 @@ import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.VerificationReport;
 import io.stateshift.demo.DeviceCountsDemo;
 import java.io.PrintStream;
 import java.util.List;
@@ -25,8 +26,12 @@ public final class StateShiftCli {
       usage: stateshift <command> [options]
 
       commands:
-        repartition --checkpoint <path> --partitions <n> [--dry-run]
+        repartition --checkpoint <path> --partitions <n> [--dry-run] [--backup-to <path>]
             Redistribute the state of a stopped query into n partitions.
+        rollback --checkpoint <path>
+            Restore the layout before the last repartition (if no batch has run since).
+        verify --checkpoint <path>
+            Check key placement, row counts and state files; exit code 1 on any problem.
         inspect --checkpoint <path> [--json]
             Show batches, provider, operators, stores, rows and bytes per partition, and skew.
         demo [--events <n>]
@@ -72,10 +77,22 @@ public final class StateShiftCli {
       return switch (args.command()) {
         case "repartition" -> withSpark(args, spark -> repartition(spark, args));
         case "inspect" -> withSpark(args, spark -> inspect(spark, args));
+        case "rollback" -> withSpark(args, spark -> {
+          RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(
+              args.required("checkpoint"));
+          out.printf("Rolled back the repartition of batch %d: %s is back to %d partitions.%n",
+              undone.repartitionBatch(), undone.checkpoint(), undone.toPartitions());
+          return OK;
+        });
+        case "verify" -> withSpark(args, spark -> {
+          VerificationReport report = StateShift.get(spark).verify(args.required("checkpoint"));
+          out.print(report);
+          return report.ok() ? OK : FAILURE;
+        });
         case "demo" -> withSpark(args, spark -> DeviceCountsDemo.run(spark,
             args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS), out));
         default -> throw new IllegalArgumentException("unknown command '" + args.command()
-            + "'; commands are repartition, inspect, demo, classpath");
+            + "'; commands are repartition, rollback, verify, inspect, demo, classpath");
       };
     } catch (IllegalArgumentException e) {
       err.println("error: " + e.getMessage());
@@ -101,7 +118,8 @@ public final class StateShiftCli {
       throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
           "--partitions must be at least 1, got " + partitions + ".");
     }
-    action.toPartitions(partitions).onProgress(message -> err.println("  " + message));
+    action.toPartitions(partitions).onProgress(message -> err.println("  " + message))
+        .backupTo(args.value("backup-to", null));
     if (args.flag("dry-run")) {
       RepartitionPlan plan = action.plan();
       out.print(plan);

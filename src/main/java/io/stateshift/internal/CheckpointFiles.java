@@ -181,6 +181,28 @@ public final class CheckpointFiles {
     }
   }
 
+  /**
+   * Moves a folder: one rename on the same file system, otherwise a copy then a delete of the
+   * source (a crash in between leaves both, and moving again completes it).
+   */
+  public void moveTree(Path from, Path to) {
+    try {
+      FileSystem target = to.getFileSystem(conf);
+      if (target.getUri().equals(fs.getUri())) {
+        fs.mkdirs(to.getParent());
+        if (!fs.rename(from, to)) {
+          throw new IOException("Rename failed: " + from + " -> " + to);
+        }
+        return;
+      }
+      target.delete(to, true);
+      org.apache.hadoop.fs.FileUtil.copy(fs, from, target, to, false, conf);
+      fs.delete(from, true);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   public void delete(Path path, boolean recursive) {
     try {
       fs.delete(path, recursive);

@@ -47,7 +47,7 @@ public final class CheckpointLock implements AutoCloseable {
   }
 
   public static CheckpointLock acquire(CheckpointFiles files, String purpose) {
-    return acquire(files, purpose, DEFAULT_LEASE_MS);
+    return acquire(files, purpose, Long.getLong("stateshift.lockLeaseMs", DEFAULT_LEASE_MS));
   }
 
   public static CheckpointLock acquire(CheckpointFiles files, String purpose, long leaseMs) {

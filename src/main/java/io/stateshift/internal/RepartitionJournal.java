@@ -17,7 +17,10 @@ public record RepartitionJournal(
     long baseBatch,
     long newBatch,
     long startedAtMs,
-    java.util.Map<String, Long> rowsBefore) {
+    java.util.Map<String, Long> rowsBefore,
+    java.util.List<String> newFiles,
+    java.util.Map<String, String> replacedMetadata,
+    String retiredRoot) {
 
   /** Where an attempt is; the checkpoint's old layout is untouched until SWITCHING. */
   public enum Phase {
@@ -26,7 +29,9 @@ public record RepartitionJournal(
     /** The offset log, state files and commit log are switching to the new layout; finish it. */
     SWITCHING,
     /** The new layout is committed; metadata and retired folders are being tidied; finish it. */
-    FINALIZING
+    FINALIZING,
+    /** A completed repartition is being rolled back to the layout before it; finish it. */
+    ROLLING_BACK
   }
 
   static final String DIR = "_stateshift";
@@ -44,18 +49,28 @@ public record RepartitionJournal(
     return new Path(attemptDir(files, attemptId), "staged");
   }
 
+  /** Where partition folders dropped by a decrease go: the backup location, or the attempt's. */
   Path retiredDir(CheckpointFiles files) {
-    return new Path(attemptDir(files, attemptId), "retired");
+    return retiredRoot != null ? new Path(retiredRoot, attemptId)
+        : new Path(attemptDir(files, attemptId), "retired");
+  }
+
+  static RepartitionJournal start(int from, int to, long baseBatch, String retiredRoot) {
+    return new RepartitionJournal(java.util.UUID.randomUUID().toString(), Phase.STAGING, from, to,
+        baseBatch, baseBatch + 1, System.currentTimeMillis(), java.util.Map.of(),
+        java.util.List.of(), java.util.Map.of(), retiredRoot);
   }
 
   RepartitionJournal withPhase(Phase next) {
     return new RepartitionJournal(attemptId, next, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rowsBefore);
+        startedAtMs, rowsBefore, newFiles, replacedMetadata, retiredRoot);
   }
 
-  RepartitionJournal withRowsBefore(java.util.Map<String, Long> rows) {
+  /** What the switch will change, recorded before it starts so a rollback can undo it. */
+  RepartitionJournal withSwitchRecord(java.util.Map<String, Long> rows,
+      java.util.List<String> files, java.util.Map<String, String> metadata) {
     return new RepartitionJournal(attemptId, phase, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rows);
+        startedAtMs, rows, files, metadata, retiredRoot);
   }
 
   static Optional<RepartitionJournal> read(CheckpointFiles files) {

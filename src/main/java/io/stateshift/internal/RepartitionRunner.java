@@ -52,6 +52,14 @@ public final class RepartitionRunner {
   private final Consumer<String> progress;
 
   private final UUID startingQuery;
+  private String backupTo;
+
+  /** Keeps the partition folders a decrease drops under this location instead of the checkpoint. */
+  public RepartitionRunner backupTo(String location) {
+    this.backupTo = location == null ? null
+        : files.fs().makeQualified(new Path(location)).toString();
+    return this;
+  }
 
   public RepartitionRunner(SparkSession spark, String checkpointLocation, int target,
       Consumer<String> progress) {
@@ -117,10 +125,11 @@ public final class RepartitionRunner {
       phases.put("validate", System.currentTimeMillis() - started);
 
       long phaseStart = System.currentTimeMillis();
-      RepartitionJournal journal = new RepartitionJournal(UUID.randomUUID().toString(),
-          RepartitionJournal.Phase.STAGING, layout.partitions(), target, layout.lastCommitted(),
-          layout.lastCommitted() + 1, started, Map.of());
+      FailPoints.reached("locked");
+      RepartitionJournal journal = RepartitionJournal.start(layout.partitions(), target,
+          layout.lastCommitted(), backupTo);
       journal.save(files);
+      FailPoints.reached("journal-staging");
       StateRedistributionJob.Outcome outcome;
       try {
         outcome = stage(layout, journal);
@@ -128,20 +137,24 @@ public final class RepartitionRunner {
         undo(journal);
         throw classifyFailure(e);
       }
+      FailPoints.reached("staged");
       List<RepartitionResult.StoreMove> moves = summarize(layout, outcome);
       Map<String, Long> rowsBefore = new LinkedHashMap<>();
       moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
       phases.put("stage", System.currentTimeMillis() - phaseStart);
 
       phaseStart = System.currentTimeMillis();
-      journal = journal.withRowsBefore(rowsBefore).withPhase(RepartitionJournal.Phase.SWITCHING);
+      journal = journal.withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint))
+          .withPhase(RepartitionJournal.Phase.SWITCHING);
       journal.save(files);
+      FailPoints.reached("journal-switching");
       switchLayout(checkpoint, journal);
       phases.put("switch", System.currentTimeMillis() - phaseStart);
 
       phaseStart = System.currentTimeMillis();
       journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
       journal.save(files);
+      FailPoints.reached("journal-finalizing");
       finalizeLayout(Checkpoint.load(files), journal);
       phases.put("finalize", System.currentTimeMillis() - phaseStart);
       return new RepartitionResult(plan, moves, phases, journal.newBatch(),
@@ -286,7 +299,9 @@ public final class RepartitionRunner {
       files.writeNew(offsets, checkpoint.offsets(journal.baseBatch())
           .withShufflePartitions(journal.toPartitions()).toText());
     }
+    FailPoints.reached("offsets");
     publishStagedFiles(journal);
+    FailPoints.reached("published");
     for (StatefulOperator op : checkpoint.operators()) {
       Path v2 = files.path("state/" + op.id() + "/_metadata/v2/" + journal.newBatch());
       Optional<Path> latest = checkpoint.latestV2Metadata(op.id());
@@ -298,6 +313,27 @@ public final class RepartitionRunner {
     if (!files.exists(commit)) {
       files.writeNew(commit, checkpoint.commitText(journal.baseBatch()));
     }
+    FailPoints.reached("commit");
+  }
+
+  /** The checkpoint-relative paths the switch will create, from the staged files. */
+  private List<String> stagedFiles(RepartitionJournal journal) {
+    Path staged = journal.stagedDir(files);
+    String prefix = files.relativize(staged) + "/";
+    return files.listFilesRecursively(staged).stream()
+        .map(p -> files.relativize(p).substring(prefix.length())).sorted().toList();
+  }
+
+  /** Operator metadata v1 texts before the repartition, by operator id. */
+  private Map<String, String> v1Metadata(Checkpoint checkpoint) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (StatefulOperator op : checkpoint.operators()) {
+      Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
+      if (files.exists(v1)) {
+        out.put(Long.toString(op.id()), files.readText(v1));
+      }
+    }
+    return out;
   }
 
   private void publishStagedFiles(RepartitionJournal journal) {
@@ -315,6 +351,7 @@ public final class RepartitionRunner {
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
+      FailPoints.reached("publish-first-file");
     }
   }
 
@@ -326,15 +363,12 @@ public final class RepartitionRunner {
       if (files.exists(v1)) {
         files.replace(v1, checkpoint.metadataWithPartitions(v1, journal.toPartitions()));
       }
+      FailPoints.reached("metadata-v1");
       for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
         Path live = files.path("state/" + op.id() + "/" + p);
         if (files.exists(live)) {
-          try {
-            files.rename(live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p),
-                false);
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
+          files.moveTree(live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p));
+          FailPoints.reached("retired");
         }
       }
     }
@@ -342,6 +376,7 @@ public final class RepartitionRunner {
     deleteIfEmpty(RepartitionJournal.attemptDir(files, journal.attemptId()));
     deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
     RepartitionHistory.record(files, journal);
+    FailPoints.reached("history");
     RepartitionJournal.delete(files);
   }
 
@@ -362,6 +397,11 @@ public final class RepartitionRunner {
         next.save(files);
         finalizeLayout(Checkpoint.load(files), next);
         return journal.attemptId() + " finished";
+      }
+      case ROLLING_BACK -> {
+        progress.accept("Finishing the interrupted rollback of attempt " + journal.attemptId() + ".");
+        new Rollback(files, progress).finish(journal);
+        return journal.attemptId() + " rolled back";
       }
       default -> {
         progress.accept("Finishing interrupted attempt " + journal.attemptId() + ".");

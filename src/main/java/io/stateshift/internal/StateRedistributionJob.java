@@ -151,6 +151,9 @@ final class StateRedistributionJob implements Serializable {
   private Iterator<PartitionCount> write(int target, Iterator<Tuple2<Integer, byte[]>> records) {
     StoreSpec spec = stores.get(target / newPartitions);
     int partition = target % newPartitions;
+    if (target == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task"); // while other partitions may be half written
+    }
     PartitionCount count = rocksDb
         ? writeWithRocksDbProvider(spec, partition, records)
         : writeHdfsSnapshot(spec, partition, records);

@@ -88,6 +88,12 @@ public final class StreamRun {
   /** Runs the query over all files present now (one file per batch) and returns its progress. */
   public List<StreamingQueryProgress> runAvailable(StatefulQueries query, Path checkpoint,
       Path sink, Map<String, String> sessionConf) {
+    return runAvailable(query, checkpoint.toString(), sink, sessionConf);
+  }
+
+  /** The same, with the checkpoint at any Hadoop location (hdfs://...). */
+  public List<StreamingQueryProgress> runAvailable(StatefulQueries query, String checkpoint,
+      Path sink, Map<String, String> sessionConf) {
     sessionConf.forEach((k, v) -> spark.conf().set(k, v));
     try {
       Dataset<Row> events = spark.readStream().schema(EVENT_SCHEMA)
@@ -107,6 +113,17 @@ public final class StreamRun {
     } finally {
       sessionConf.keySet().forEach(k -> spark.conf().unset(k));
     }
+  }
+
+  /** The state store instances of every stateful operator in every progress, in order. */
+  public static List<Long> stateInstances(List<StreamingQueryProgress> progress) {
+    List<Long> out = new ArrayList<>();
+    for (StreamingQueryProgress p : progress) {
+      for (org.apache.spark.sql.streaming.StateOperatorProgress op : p.stateOperators()) {
+        out.add(op.numStateStoreInstances());
+      }
+    }
+    return out;
   }
 
   /**

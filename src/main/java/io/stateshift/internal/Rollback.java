@@ -1,0 +1,86 @@
+package io.stateshift.internal;
+
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * Restores the layout a repartition started from, as long as no batch has run on the new one.
+ * Steps, each idempotent and journaled (phase ROLLING_BACK) so a crash is finished by the next run:
+ * delete commits/N+1 (from here Spark refuses to start until the rollback is finished), delete the
+ * files the switch created, move dropped partitions back, restore operator metadata, delete
+ * offsets/N+1 (from here the old layout starts).
+ */
+public final class Rollback {
+  private final CheckpointFiles files;
+  private final Consumer<String> progress;
+
+  Rollback(CheckpointFiles files, Consumer<String> progress) {
+    this.files = files;
+    this.progress = progress;
+  }
+
+  /** Rolls back the newest repartition of the checkpoint; returns what it undid. */
+  public static RepartitionJournal run(CheckpointFiles files, Consumer<String> progress) {
+    Checkpoint checkpoint = Checkpoint.load(files);
+    if (RepartitionJournal.read(files).isPresent()) {
+      throw new StateShiftException(Reason.INTERRUPTED_REPARTITION,
+          "Checkpoint " + files.root() + " has an interrupted repartition or rollback. Run "
+              + "'stateshift repartition' (or start the query with StateShiftExtensions) to finish "
+              + "it first.");
+    }
+    RepartitionJournal last = RepartitionHistory.latest(files).orElseThrow(() ->
+        new StateShiftException(Reason.INVALID_ARGUMENT, "Checkpoint " + files.root()
+            + " has no repartition recorded by stateshift, so there is nothing to roll back."));
+    long planned = checkpoint.lastPlannedBatch();
+    if (planned > last.newBatch()) {
+      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+          "Batch " + planned + " has run on the new layout (" + last.toPartitions()
+              + " partitions) since the repartition in batch " + last.newBatch() + "; rolling "
+              + "back would lose its state. Repartition to " + last.fromPartitions()
+              + " partitions instead: stateshift repartition --checkpoint " + files.root()
+              + " --partitions " + last.fromPartitions());
+    }
+    if (planned != last.newBatch() || checkpoint.lastCommittedBatch() != last.newBatch()) {
+      throw Checkpoint.corrupt(files, "the logs end at batch " + planned + " but the last "
+          + "repartition committed batch " + last.newBatch());
+    }
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "rollback")) {
+      RepartitionJournal journal = last.withPhase(RepartitionJournal.Phase.ROLLING_BACK);
+      journal.save(files);
+      new Rollback(files, progress).finish(journal);
+      return last;
+    }
+  }
+
+  void finish(RepartitionJournal journal) {
+    progress.accept("rolling back batch " + journal.newBatch() + ": " + journal.toPartitions()
+        + " -> " + journal.fromPartitions() + " partitions");
+    files.deleteQuietly(files.path("commits/" + journal.newBatch()));
+    for (String relative : journal.newFiles()) {
+      files.deleteQuietly(files.path(relative));
+    }
+    for (StatefulOperator op : Checkpoint.load(files).operatorsQuietly()) {
+      files.deleteQuietly(files.path("state/" + op.id() + "/_metadata/v2/" + journal.newBatch()));
+      for (int p = journal.fromPartitions(); p < journal.toPartitions(); p++) {
+        files.deleteQuietly(files.path("state/" + op.id() + "/" + p)); // partitions an increase added
+      }
+      for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
+        Path retired = new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p);
+        Path live = files.path("state/" + op.id() + "/" + p);
+        if (files.exists(retired) && !files.exists(live)) {
+          files.moveTree(retired, live);
+        }
+      }
+    }
+    for (Map.Entry<String, String> metadata : journal.replacedMetadata().entrySet()) {
+      files.replace(files.path("state/" + metadata.getKey() + "/_metadata/metadata"),
+          metadata.getValue());
+    }
+    files.deleteQuietly(files.path("offsets/" + journal.newBatch()));
+    RepartitionHistory.markRolledBack(files, journal);
+    RepartitionJournal.delete(files);
+  }
+}

@@ -1,0 +1,21 @@
+package io.stateshift.internal;
+
+import io.stateshift.RepartitionPlan;
+import java.util.List;
+import java.util.Optional;
+import org.apache.spark.sql.SparkSession;
+
+/** The public rollback call: runs {@link Rollback} and describes what it undid. */
+public final class RollbackAction {
+  private RollbackAction() {}
+
+  public static RepartitionPlan run(SparkSession spark, String checkpointLocation) {
+    CheckpointFiles files =
+        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+    RepartitionJournal undone = Rollback.run(files, message -> {});
+    Checkpoint checkpoint = Checkpoint.load(files);
+    return new RepartitionPlan(files.root().toString(), checkpoint.queryId(), "",
+        undone.toPartitions(), undone.fromPartitions(), checkpoint.lastCommittedBatch(),
+        undone.newBatch(), List.of(), Optional.empty());
+  }
+}

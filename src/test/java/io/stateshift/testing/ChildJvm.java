@@ -1,0 +1,39 @@
+package io.stateshift.testing;
+
+import java.io.File;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Runs the stateshift command line in a separate JVM, so a test can kill it for real. */
+public final class ChildJvm {
+  private ChildJvm() {}
+
+  /** Runs the CLI with extra system properties; returns the exit code (137 when SIGKILLed). */
+  public static int runCli(Path log, List<String> systemProperties, String... args)
+      throws Exception {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add("@" + Path.of(System.getProperty("user.dir"), "spark-jvm.options"));
+    command.add("-Xmx1g");
+    command.addAll(systemProperties);
+    command.add("-cp");
+    command.add(System.getProperty("java.class.path"));
+    command.add("io.stateshift.cli.StateShiftCli");
+    command.addAll(List.of(args));
+    Process process = new ProcessBuilder(command)
+        .redirectErrorStream(true)
+        .redirectOutput(log.toFile())
+        .start();
+    if (!process.waitFor(5, TimeUnit.MINUTES)) {
+      process.destroyForcibly();
+      throw new IllegalStateException("child JVM did not finish; see " + log);
+    }
+    return process.exitValue();
+  }
+
+  public static String classPathSeparator() {
+    return File.pathSeparator;
+  }
+}
