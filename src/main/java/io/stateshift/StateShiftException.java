@@ -21,6 +21,7 @@ public class StateShiftException extends RuntimeException {
     CHECKPOINT_IN_USE(true),
     CHECKPOINT_NOT_WRITABLE(true),
     INTERRUPTED_REPARTITION(true),
+    QUERY_CHANGED(true),
     INVALID_ARGUMENT(true),
     FAILED(false);
 

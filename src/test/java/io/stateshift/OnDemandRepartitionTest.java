@@ -166,6 +166,28 @@ class OnDemandRepartitionTest {
   }
 
   @Test
+  void aChangedQueryIsRefusedBeforeAnyStateMoves() throws Exception {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 100, 10);
+    Path checkpoint = tmp.resolve("checkpoint");
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(3));
+    run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"), conf);
+    var before = CheckpointDigest.of(checkpoint);
+    spark.conf().set(KEY, "5");
+    var events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
+        .option("maxFilesPerTrigger", 1).json(tmp.resolve("input").toString());
+    // Grouped by another key: the saved state no longer fits this query.
+    assertThatThrownBy(() -> events.groupBy("device", "eventId").count().writeStream()
+        .format("noop").outputMode("complete")
+        .option("checkpointLocation", checkpoint.toString())
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .start().awaitTermination())
+        .hasStackTraceContaining("differ from those in checkpoint");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  @Test
   void anInvalidSettingFailsTheQueryAndLeavesTheCheckpointUnchanged() {
     SparkSession spark = freshSession();
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));

@@ -100,7 +100,7 @@ public final class StateShiftCli {
     } catch (StateShiftException e) {
       err.println("error: " + e.getMessage());
       return e.reason().isBadInput() ? BAD_INPUT : FAILURE;
-    } catch (RuntimeException e) {
+    } catch (Exception e) { // Spark's checked exceptions (SparkException) arrive here too
       err.println("failed: " + e);
       e.printStackTrace(err);
       return FAILURE;

@@ -47,17 +47,24 @@ public final class Checkpoint {
           root + " is a file, not a checkpoint folder. Pass the checkpointLocation folder.");
     }
     Path metadata = files.path("metadata");
-    if (!files.exists(metadata) || !files.isDirectory(files.path("offsets"))) {
+    boolean hasOffsets = files.isDirectory(files.path("offsets"));
+    if (!files.exists(metadata) && hasOffsets) {
+      throw corrupt(files, "its 'metadata' file (the query id) is missing, though its 'offsets' "
+          + "log is there", "Restore the 'metadata' file, or the whole checkpoint, from a backup.");
+    }
+    if (!files.exists(metadata) || !hasOffsets) {
       throw new StateShiftException(Reason.NOT_A_CHECKPOINT,
-          root + " is not a streaming checkpoint (no 'metadata' file or 'offsets' folder). Pass "
-              + "the checkpointLocation of a Structured Streaming query.");
+          root + " is not a streaming checkpoint (" + (hasOffsets ? "no 'metadata' file"
+              : "no 'offsets' folder") + "). Pass the checkpointLocation of a Structured "
+              + "Streaming query.");
     }
     String queryId;
     try {
       JsonNode node = JSON.readTree(files.readText(metadata));
       queryId = node.get("id").asText();
     } catch (Exception e) {
-      throw corrupt(files, "its 'metadata' file is not the JSON Spark writes ({\"id\":...})");
+      throw corrupt(files, "its 'metadata' file is not the JSON Spark writes ({\"id\":...})",
+          "Restore the 'metadata' file, or the whole checkpoint, from a backup.");
     }
     NavigableSet<Long> offsets = batchIds(files, "offsets");
     NavigableSet<Long> commits = batchIds(files, "commits");
@@ -75,17 +82,40 @@ public final class Checkpoint {
         ids.add(Long.parseLong(name));
       } catch (NumberFormatException e) {
         throw corrupt(files, "its " + log + " log holds a file named '" + name
-            + "', which is not a batch id");
+            + "', which is not a batch id", "Move that file out of the '" + log + "' folder: "
+            + "Spark writes only files named by batch id there.");
       }
     }
     return ids;
   }
 
+  static final String RESTORE = "Restore the checkpoint from a backup.";
+  private static final String RESTORE_OR_REMOVE = "Restore the checkpoint from a backup, or "
+      + "remove the damaged file if it is the newest log entry and was never committed.";
+
   static StateShiftException corrupt(CheckpointFiles files, String what) {
+    return corrupt(files, what, RESTORE_OR_REMOVE);
+  }
+
+  /** A refusal of a damaged checkpoint, naming what is damaged and how to repair it. */
+  static StateShiftException corrupt(CheckpointFiles files, String what, String fix) {
     return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
-        "Checkpoint " + files.root() + " is damaged: " + what + ". Restore the checkpoint from a "
-            + "backup, or remove the damaged file if it is the newest log entry and was never "
-            + "committed.");
+        "Checkpoint " + files.root() + " is damaged: " + what + ". " + fix);
+  }
+
+  /** The text of a checkpoint file; a file that cannot be read (checksum error, I/O) is damage. */
+  private String readChecked(Path path, String fix) {
+    try {
+      return files.readText(path);
+    } catch (java.io.UncheckedIOException e) {
+      throw corrupt(files, files.relativize(path) + " cannot be read (" + e.getCause().getMessage()
+          + ")", fix);
+    }
+  }
+
+  /** How to repair a damaged offset log entry: a committed one is needed, only a backup helps. */
+  private String offsetsFix(long batchId) {
+    return batchId <= lastCommittedBatch() ? RESTORE : RESTORE_OR_REMOVE;
   }
 
   public CheckpointFiles files() {
@@ -109,26 +139,32 @@ public final class Checkpoint {
   public OffsetLogEntry offsets(long batchId) {
     Path path = files.path("offsets/" + batchId);
     if (!files.exists(path)) {
-      throw corrupt(files, "offsets/" + batchId + " is missing");
+      throw corrupt(files, "offsets/" + batchId + " is missing", offsetsFix(batchId));
     }
+    String text = readChecked(path, offsetsFix(batchId));
     try {
-      return OffsetLogEntry.parse(files.readText(path));
+      return OffsetLogEntry.parse(text);
     } catch (IllegalArgumentException e) {
-      throw corrupt(files, "offsets/" + batchId + " cannot be read: " + e.getMessage());
+      throw corrupt(files, "offsets/" + batchId + " cannot be read: " + e.getMessage(),
+          offsetsFix(batchId));
     }
   }
 
   /** The text of a commit file after validating that Spark can read it. */
   public String commitText(long batchId) {
     Path path = files.path("commits/" + batchId);
-    String text = files.readText(path);
+    if (!files.exists(path)) {
+      throw corrupt(files, "commits/" + batchId + " is missing");
+    }
+    String text = readChecked(path, RESTORE_OR_REMOVE);
     int lineBreak = text.indexOf('\n');
     if (text.isEmpty() || lineBreak < 0) {
       throw corrupt(files, "commits/" + batchId + " is empty or truncated");
     }
     String version = text.substring(0, lineBreak);
-    if (!version.matches("v[1-9]")) {
-      throw corrupt(files, "commits/" + batchId + " has an unknown version line '" + version + "'");
+    if (!version.matches("v[1-3]")) {
+      throw corrupt(files, "commits/" + batchId + " has an unknown version line '" + version
+          + "' (Spark 4.2 writes v1 to v3)");
     }
     try {
       JsonNode node = JSON.readTree(text.substring(lineBreak + 1));
@@ -145,7 +181,7 @@ public final class Checkpoint {
     } catch (StateShiftException e) {
       throw e;
     } catch (Exception e) {
-      throw corrupt(files, "commits/" + batchId + " is not valid JSON");
+      throw corrupt(files, "commits/" + batchId + " is not valid JSON (truncated or damaged)");
     }
     return text;
   }
@@ -165,6 +201,15 @@ public final class Checkpoint {
       out.add(readOperator(id));
     }
     return out;
+  }
+
+  /** The operators, or none when the state folder cannot be read (used while undoing). */
+  List<StatefulOperator> operatorsQuietly() {
+    try {
+      return operators();
+    } catch (RuntimeException e) {
+      return List.of();
+    }
   }
 
   private StatefulOperator readOperator(long id) {
@@ -197,7 +242,8 @@ public final class Checkpoint {
       }
       return new StatefulOperator(id, name, List.copyOf(stores), partitions, version);
     } catch (RuntimeException e) {
-      throw corrupt(files, files.relativize(chosen) + " lacks operatorInfo or stateStoreInfo");
+      throw corrupt(files, files.relativize(chosen) + " lacks operatorInfo or stateStoreInfo",
+          RESTORE);
     }
   }
 
@@ -217,7 +263,7 @@ public final class Checkpoint {
   }
 
   ObjectNode readMetadataJson(Path path) {
-    String text = files.readText(path);
+    String text = readChecked(path, RESTORE);
     int lineBreak = text.indexOf('\n');
     try {
       if (lineBreak < 0 || !text.substring(0, lineBreak).matches("v[12]")) {
@@ -225,7 +271,8 @@ public final class Checkpoint {
       }
       return (ObjectNode) JSON.readTree(text.substring(lineBreak + 1));
     } catch (Exception e) {
-      throw corrupt(files, files.relativize(path) + " is not operator metadata Spark can read");
+      throw corrupt(files, files.relativize(path) + " is not operator metadata Spark can read",
+          RESTORE);
     }
   }
 

@@ -1,9 +1,13 @@
 package io.stateshift.internal;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -16,6 +20,8 @@ public final class OffsetLogEntry {
   static final String STRICT_DISTRIBUTION =
       "spark.sql.streaming.statefulOperator.useStrictDistribution";
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ObjectMapper STRICT_JSON = new ObjectMapper()
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   private final String versionLine;
   private final ObjectNode metadata;
@@ -54,7 +60,53 @@ public final class OffsetLogEntry {
     if (!(node instanceof ObjectNode) || !(node.get("conf") instanceof ObjectNode)) {
       throw new IllegalArgumentException("its metadata line has no conf object");
     }
+    checkSourceOffsets(versionLine, offsets);
     return new OffsetLogEntry(versionLine, (ObjectNode) node, offsets);
+  }
+
+  /**
+   * The source offsets are copied verbatim into the repartition batch, so a damaged line would be
+   * copied too and stop the restarted query: every source's line must be what Spark reads back,
+   * "-" (no offset yet) or the source's JSON offset; in v2 prefixed by "sourceId:".
+   */
+  private static void checkSourceOffsets(String versionLine, String offsets) {
+    // offsets is empty or starts with the line break that ends the metadata line
+    List<String> lines = new ArrayList<>(Arrays.asList(offsets.split("\n", -1)));
+    if (!lines.isEmpty()) {
+      lines.remove(0);
+    }
+    if (!lines.isEmpty() && lines.get(lines.size() - 1).isEmpty()) {
+      lines.remove(lines.size() - 1); // one trailing line break, as Spark's line reader allows
+    }
+    if (lines.isEmpty()) {
+      throw new IllegalArgumentException("it has no source offsets after its metadata line (the "
+          + "file is truncated)");
+    }
+    for (int i = 0; i < lines.size(); i++) {
+      String line = lines.get(i);
+      int lineNumber = i + 3;
+      if (versionLine.equals("v2")) {
+        int colon = line.indexOf(':');
+        if (colon < 0) {
+          throw new IllegalArgumentException("its source offset on line " + lineNumber
+              + " lacks the 'sourceId:' prefix of the v2 format (the file is truncated or "
+              + "damaged)");
+        }
+        line = line.substring(colon + 1);
+      }
+      if (line.equals("-")) {
+        continue;
+      }
+      try {
+        JsonNode offset = STRICT_JSON.readTree(line);
+        if (offset == null || offset.isMissingNode()) {
+          throw new IllegalArgumentException();
+        }
+      } catch (Exception e) {
+        throw new IllegalArgumentException("its source offset on line " + lineNumber
+            + " is not valid JSON (the file is truncated or damaged)");
+      }
+    }
   }
 
   public Map<String, String> conf() {

@@ -92,9 +92,13 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       }
       LOG.info("Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
           event.id(), files.root(), current, STATE_PARTITIONS, partitions);
-      if (planned > checkpoint.lastCommittedBatch() && !interrupted) {
-        // Refuse now what would be refused after the pending batch, then let that batch run.
-        StateLayout.read(session, checkpoint, true, true);
+      boolean pending = planned > checkpoint.lastCommittedBatch() && !interrupted;
+      if (!interrupted) {
+        // Refuse now, before any batch runs or any state moves, what would be refused later.
+        StateLayout layout = StateLayout.read(session, checkpoint, true, pending);
+        QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
+      }
+      if (pending) {
         runPendingBatchFirst(execution, event, files, partitions, planned);
         return;
       }
@@ -131,10 +135,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     }
     LOG.info("Batch {} was planned but not committed: it runs first with the old layout.",
         pendingBatch);
-    // The trigger executor is created with the logical plan, which the query builds right after
-    // this event anyway; building it now lets it be wrapped before the first batch.
-    microBatch.sparkSessionForStream().withActive(
-        (scala.Function0<Object>) () -> microBatch.logicalPlan());
+    logicalPlan(microBatch); // creates the trigger executor, so it can be wrapped
     microBatch.triggerExecutor_$eq(new PendingBatchFirst(microBatch, microBatch.triggerExecutor(),
         () -> repartition(event, files, partitions, pendingBatch)));
   }
@@ -156,6 +157,17 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   @Override
   public void onQueryTerminated(QueryTerminatedEvent event) {
     unreported.remove(event.runId());
+  }
+
+  /**
+   * The query's logical plan. The query builds it right after this event anyway (creating its
+   * sources and its trigger executor); building it now lets both be inspected first.
+   */
+  private static org.apache.spark.sql.catalyst.plans.logical.LogicalPlan logicalPlan(
+      StreamExecution execution) {
+    return execution.sparkSessionForStream().withActive(
+        (scala.Function0<org.apache.spark.sql.catalyst.plans.logical.LogicalPlan>)
+            execution::logicalPlan);
   }
 
   private StreamExecution execution(UUID queryId) {

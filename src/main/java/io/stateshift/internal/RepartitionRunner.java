@@ -133,7 +133,7 @@ public final class RepartitionRunner {
       StateRedistributionJob.Outcome outcome;
       try {
         outcome = stage(layout, journal);
-      } catch (RuntimeException e) {
+      } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
         undo(journal);
         throw classifyFailure(e);
       }
@@ -273,13 +273,14 @@ public final class RepartitionRunner {
     }
   }
 
-  private StateShiftException classifyFailure(RuntimeException e) {
+  private StateShiftException classifyFailure(Exception e) {
     if (e instanceof StateShiftException sse) {
       return sse;
     }
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof FileNotFoundException
-          || (t.getMessage() != null && t.getMessage().contains("does not exist"))) {
+      if (t instanceof FileNotFoundException || (t.getMessage() != null
+          && (t.getMessage().contains("does not exist")
+              || t.getMessage().contains("CANNOT_LOAD_STATE_STORE")))) {
         return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
             "A state file of checkpoint " + files.root() + " is missing or unreadable: "
                 + t.getMessage() + ". The checkpoint was not changed. Restore it from a backup.",

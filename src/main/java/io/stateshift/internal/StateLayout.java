@@ -1,13 +1,21 @@
 package io.stateshift.internal;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker;
@@ -139,6 +147,20 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
         storeConf);
   }
 
+  private static final String RESTORE = Checkpoint.RESTORE;
+  private static final Pattern HDFS_FILE =
+      Pattern.compile("(\\d+)(_[^.]*)?\\.(delta|snapshot)");
+  private static final Pattern ROCKSDB_FILE =
+      Pattern.compile("(\\d+)(_[^.]*)?\\.(zip|changelog)");
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /**
+   * Checks, from listings and the small RocksDB version files only, that every partition holds
+   * the files Spark needs to load the state of the last committed batch (version {@code version}):
+   * the newest snapshot at or below it and every delta or changelog after that snapshot, none of
+   * them empty; for RocksDB, every SST and log file the snapshot's zip names, with the size the
+   * zip records. Damage found here is refused before anything is written.
+   */
   private static void checkPartitionFolders(CheckpointFiles files, List<StatefulOperator> operators,
       int partitions, long version, boolean rocksDb) {
     for (StatefulOperator op : operators) {
@@ -146,30 +168,153 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
         String name = child.getPath().getName();
         if (name.matches("\\d+") && Integer.parseInt(name) >= partitions) {
           throw Checkpoint.corrupt(files, "state/" + op.id() + "/" + name + " is a partition "
-              + "folder beyond the " + partitions + " partitions the offset log records");
+              + "folder beyond the " + partitions + " partitions the offset log records", RESTORE);
         }
       }
       for (StatefulOperator.Store store : op.stores()) {
         for (int p = 0; p < partitions; p++) {
           String dir = StatefulOperator.storeDir(op.id(), p, store.name());
-          boolean found = false;
-          for (FileStatus file : files.list(files.path(dir))) {
-            String name = file.getPath().getName();
-            found |= rocksDb
-                ? name.matches(version + "(_[^.]*)?\\.(zip|changelog)")
-                : name.equals(version + ".delta") || name.equals(version + ".snapshot");
+          if (!files.isDirectory(files.path(dir))) {
+            throw Checkpoint.corrupt(files, "the partition folder " + dir + " is missing (the "
+                + "offset log records " + partitions + " partitions, so it holds the state of "
+                + "partition " + p + ")", RESTORE);
           }
-          if (!found) {
-            throw Checkpoint.corrupt(files, dir + " has no state file for version " + version
-                + " (the state of committed batch " + (version - 1) + ")");
+          Map<String, Long> sizes = fileSizes(files, dir);
+          if (rocksDb) {
+            checkRocksDbFiles(files, dir, sizes, version);
+          } else {
+            checkChain(files, dir, sizes, HDFS_FILE, "snapshot", version);
           }
         }
       }
     }
   }
 
+  private static Map<String, Long> fileSizes(CheckpointFiles files, String dir) {
+    Map<String, Long> sizes = new HashMap<>();
+    for (FileStatus file : files.list(files.path(dir))) {
+      if (file.isFile()) {
+        sizes.put(file.getPath().getName(), file.getLen());
+      }
+    }
+    return sizes;
+  }
+
+  /**
+   * Spark loads a version from the newest full snapshot at or below it (version 0 is the empty
+   * state) and the incremental files of every version after it: checks those are all there and
+   * not empty. Returns the name of the snapshot file used, or null when the chain starts empty.
+   */
+  private static String checkChain(CheckpointFiles files, String dir, Map<String, Long> sizes,
+      Pattern pattern, String snapshotSuffix, long version) {
+    Map<Long, String> snapshots = new HashMap<>();
+    Map<Long, String> increments = new HashMap<>();
+    for (String name : sizes.keySet()) {
+      Matcher m = pattern.matcher(name);
+      if (m.matches()) {
+        long v = Long.parseLong(m.group(1));
+        (m.group(3).equals(snapshotSuffix) ? snapshots : increments).put(v, name);
+      }
+    }
+    long from = snapshots.keySet().stream().filter(v -> v <= version).mapToLong(Long::longValue)
+        .max().orElse(0);
+    for (long v = from + 1; v <= version; v++) {
+      if (!increments.containsKey(v)) {
+        throw Checkpoint.corrupt(files, dir + " has no state file for version " + v
+            + (v == version ? " (the state of committed batch " + (version - 1) + ")"
+                : ", which the state of committed batch " + (version - 1) + " (version "
+                    + version + ") is built from"), RESTORE);
+      }
+      checkNotEmpty(files, dir, increments.get(v), sizes);
+    }
+    String snapshot = snapshots.get(from);
+    if (snapshot != null) {
+      checkNotEmpty(files, dir, snapshot, sizes);
+    }
+    return snapshot;
+  }
+
+  private static void checkNotEmpty(CheckpointFiles files, String dir, String name,
+      Map<String, Long> sizes) {
+    if (sizes.get(name) == 0) {
+      throw Checkpoint.corrupt(files, dir + "/" + name + " is empty (0 bytes)", RESTORE);
+    }
+  }
+
+  private static void checkRocksDbFiles(CheckpointFiles files, String dir, Map<String, Long> sizes,
+      long version) {
+    String zip = checkChain(files, dir, sizes, ROCKSDB_FILE, "zip", version);
+    if (zip == null) {
+      return; // changelog checkpointing, no snapshot yet: the changelogs hold all of the state
+    }
+    JsonNode metadata = rocksDbZipMetadata(files, dir + "/" + zip);
+    Map<String, Map<String, Long>> listings = new HashMap<>();
+    for (String[] kind : new String[][] {{"sstFiles", "dfsSstFileName", "SSTs"},
+        {"logFiles", "dfsLogFileName", "logs"}}) {
+      JsonNode list = metadata.get(kind[0]);
+      if (list == null || list.isNull()) {
+        continue;
+      }
+      for (JsonNode file : list) {
+        String name = file.path(kind[1]).asText("");
+        long expected = file.path("sizeBytes").asLong(-1);
+        if (name.isEmpty()) {
+          throw Checkpoint.corrupt(files, dir + "/" + zip + " is not a RocksDB checkpoint Spark "
+              + "can read (a file entry without a name)", RESTORE);
+        }
+        String sub = dir + "/" + kind[2];
+        Long actual = listings.computeIfAbsent(sub, d -> fileSizes(files, d)).get(name);
+        if (actual == null) {
+          throw Checkpoint.corrupt(files, sub + "/" + name + ", which " + dir + "/" + zip
+              + " needs, is missing", RESTORE);
+        }
+        if (expected >= 0 && actual != expected) {
+          throw Checkpoint.corrupt(files, sub + "/" + name + " has " + actual + " bytes but "
+              + dir + "/" + zip + " records " + expected + " (truncated or replaced)", RESTORE);
+        }
+      }
+    }
+  }
+
+  /** The checkpoint metadata inside a RocksDB version zip: "v1", then JSON naming its files. */
+  private static JsonNode rocksDbZipMetadata(CheckpointFiles files, String zip) {
+    String problem;
+    try (ZipInputStream in = new ZipInputStream(files.fs().open(files.path(zip)))) {
+      problem = "it has no 'metadata' entry";
+      for (ZipEntry entry; (entry = in.getNextEntry()) != null; ) {
+        if (!entry.getName().equals("metadata")) {
+          continue;
+        }
+        String text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        int lineBreak = text.indexOf('\n');
+        if (lineBreak < 0 || !text.substring(0, lineBreak).equals("v1")) {
+          problem = "its metadata does not start with the version line v1";
+          break;
+        }
+        JsonNode node = JSON.readTree(text.substring(lineBreak + 1));
+        if (node == null || !node.isObject() || !node.has("sstFiles")) {
+          problem = "its metadata names no sstFiles";
+          break;
+        }
+        return node;
+      }
+    } catch (Exception e) {
+      problem = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    }
+    throw Checkpoint.corrupt(files, zip + " is not a RocksDB checkpoint Spark can read ("
+        + problem + ")", RESTORE);
+  }
+
   private static StateStoreColFamilySchema readSchema(CheckpointFiles files, StatefulOperator op,
       StatefulOperator.Store store) {
+    String schemaFile = StatefulOperator.storeDir(op.id(), 0, store.name()) + "/_metadata/schema";
+    if (!files.exists(files.path(schemaFile))) {
+      throw Checkpoint.corrupt(files, "the state schema of operator " + op.id() + " store "
+          + store.name() + " (" + schemaFile + ") is missing", "Restore the checkpoint from a "
+          + "backup. (Spark writes this file unless "
+          + "spark.sql.streaming.stateStore.stateSchemaCheck is false; stateshift needs it to "
+          + "place keys.)");
+    }
     StateStoreId id = new StateStoreId(files.path("state").toString(), op.id(), 0, store.name());
     try {
       List<StateStoreColFamilySchema> schemas = ScalaBridge.javaList(
@@ -178,9 +323,10 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
               .readSchemaFile());
       return schemas.stream().filter(s -> s.colFamilyName().equals("default")).findFirst()
           .orElseThrow(() -> new IllegalStateException("no default column family"));
-    } catch (RuntimeException e) {
+    } catch (Exception e) { // Spark also throws checked exceptions here (EOFException, ...)
       throw Checkpoint.corrupt(files, "the state schema of operator " + op.id() + " store "
-          + store.name() + " cannot be read (" + e.getMessage() + ")");
+          + store.name() + " (" + schemaFile + ") cannot be read ("
+          + (e.getMessage() == null ? e.getClass().getName() : e.getMessage()) + ")", RESTORE);
     }
   }
 }

@@ -1,0 +1,521 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipInputStream;
+import org.apache.spark.api.java.function.VoidFunction2;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.Trigger;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * A corpus of damaged and foreign checkpoints. Each is made from a real checkpoint (a grouped count
+ * on the HDFS-backed store and one on RocksDB, 4 state partitions, batches 0 and 1 committed, so
+ * the state of the last batch is version 2), copied and then damaged in one way. Every one must be
+ * refused by the command line with exit code 2 and an error naming the problem, by the library
+ * with the matching bad-input reason, and the damaged checkpoint must be left byte-for-byte as it
+ * was (a digest of every file and folder before and after).
+ */
+class CorruptCheckpointCorpusTest {
+  /** The last committed batch of every source checkpoint; its state is version LAST + 1. */
+  private static final int LAST = 1;
+  private static final int STATE_VERSION = LAST + 1;
+
+  @TempDir static Path shared;
+
+  private static Path hdfsCheckpoint;
+  private static Path rocksDbCheckpoint;
+  private static Path statelessCheckpoint;
+  private static Path hdfsSink;
+
+  @BeforeAll
+  static void makeSourceCheckpoints() throws Exception {
+    SparkSession spark = SparkTestSession.get();
+    Path input = shared.resolve("input");
+    StreamRun run = new StreamRun(spark, input);
+    run.writeEvents(0, 200, 12);
+    run.writeEvents(1, 200, 12);
+    hdfsCheckpoint = shared.resolve("hdfs-checkpoint");
+    hdfsSink = shared.resolve("hdfs-sink");
+    run.runAvailable(StatefulQueries.GROUPED_COUNT, hdfsCheckpoint, hdfsSink,
+        StateStores.HDFS.withPartitions(4));
+    rocksDbCheckpoint = shared.resolve("rocksdb-checkpoint");
+    run.runAvailable(StatefulQueries.GROUPED_COUNT, rocksDbCheckpoint,
+        shared.resolve("rocksdb-sink"), StateStores.ROCKSDB.withPartitions(4));
+    statelessCheckpoint = shared.resolve("stateless-checkpoint");
+    StreamingQuery stateless = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
+        .option("maxFilesPerTrigger", 1).json(input.toString()).select("device")
+        .writeStream().outputMode("append")
+        .option("checkpointLocation", statelessCheckpoint.toString())
+        .trigger(Trigger.AvailableNow())
+        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
+        .start();
+    stateless.awaitTermination();
+
+    for (Path checkpoint : List.of(hdfsCheckpoint, rocksDbCheckpoint, statelessCheckpoint)) {
+      assertThat(checkpoint.resolve("offsets/" + LAST)).isRegularFile();
+      assertThat(checkpoint.resolve("commits/" + LAST)).isRegularFile();
+      assertThat(checkpoint.resolve("offsets/" + (LAST + 1))).doesNotExist();
+    }
+    for (int p = 0; p < 4; p++) {
+      assertThat(hdfsCheckpoint.resolve("state/0/" + p + "/" + STATE_VERSION + ".delta"))
+          .isRegularFile();
+      assertThat(rocksDbCheckpoint.resolve("state/0/" + p + "/" + STATE_VERSION + ".zip"))
+          .isRegularFile();
+    }
+    assertThat(statelessCheckpoint.resolve("state")).doesNotExist();
+  }
+
+  /** Where a damaged case starts from. */
+  enum Source { HDFS, ROCKSDB, STATELESS }
+
+  /** One way a checkpoint can be damaged or foreign, and the refusal it must get. */
+  enum Damage {
+    // ---- the offset log ----
+    OFFSETS_EMPTY(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("offsets/" + LAST, ""),
+        "offsets/" + LAST, "the file is empty"),
+    OFFSETS_TRUNCATED_IN_SOURCE_OFFSETS(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.truncateBy("offsets/" + LAST, 4),
+        "offsets/" + LAST, "source offset", "not valid JSON"),
+    OFFSETS_TRUNCATED_AFTER_METADATA(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("offsets/" + LAST, c.lines("offsets/" + LAST, 2)),
+        "offsets/" + LAST, "no source offsets"),
+    OFFSETS_TRUNCATED_IN_METADATA(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.truncateTo("offsets/" + LAST, c.size("offsets/" + LAST) / 2),
+        "offsets/" + LAST, "metadata line is not valid JSON"),
+    OFFSETS_UNKNOWN_VERSION(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.replaceFirstLine("offsets/" + LAST, "v99"),
+        "offsets/" + LAST, "unknown offset log version 'v99'"),
+    OFFSETS_GARBAGE_METADATA_JSON(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.replaceLine("offsets/" + LAST, 1, "{\"batchWatermarkMs\":0,,garbage"),
+        "offsets/" + LAST, "metadata line is not valid JSON"),
+    OFFSETS_CHECKSUM_MISMATCH(Source.HDFS, Reason.CORRUPT_CHECKPOINT, // valid text, stale .crc
+        c -> c.writeKeepingChecksum("offsets/" + LAST, c.read("offsets/" + LAST) + " "),
+        "offsets/" + LAST + " cannot be read (Checksum error"),
+    OFFSETS_FILE_OF_LAST_COMMIT_MISSING(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete("offsets/" + LAST),
+        "offsets/" + LAST + " is missing"),
+    OFFSETS_NON_NUMERIC_FILE(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("offsets/notes.txt", "my notes"),
+        "offsets log holds a file named 'notes.txt'"),
+
+    // ---- the commit log ----
+    COMMIT_EMPTY(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("commits/" + LAST, ""),
+        "commits/" + LAST + " is empty or truncated"),
+    COMMIT_TRUNCATED(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.truncateTo("commits/" + LAST, c.size("commits/" + LAST) / 2),
+        "commits/" + LAST, "not valid JSON"),
+    COMMIT_UNKNOWN_VERSION(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.replaceFirstLine("commits/" + LAST, "v99"),
+        "commits/" + LAST + " has an unknown version line 'v99'"),
+    COMMIT_VERSION_NEWER_THAN_SPARK(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.replaceFirstLine("commits/" + LAST, "v4"),
+        "commits/" + LAST + " has an unknown version line 'v4'"),
+    COMMIT_GARBAGE_JSON(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("commits/" + LAST, "v1\n{\"nextBatchWatermarkMs\":]]]"),
+        "commits/" + LAST + " is not valid JSON"),
+    UNCOMMITTED_LAST_BATCH(Source.HDFS, Reason.UNCOMMITTED_BATCH,
+        c -> c.delete("commits/" + LAST),
+        "last planned batch " + LAST, "was not committed"),
+
+    // ---- the query metadata file ----
+    METADATA_GARBAGE(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("metadata", "\u0000\u0001 not json at all"),
+        "'metadata' file is not the JSON Spark writes"),
+    METADATA_MISSING(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete("metadata"),
+        "'metadata' file (the query id) is missing"),
+
+    // ---- partition folders and state files ----
+    PARTITION_FOLDER_MISSING(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.deleteTree("state/0/2"),
+        "the partition folder state/0/2 is missing"),
+    PARTITION_FOLDER_EXTRA(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/9/" + STATE_VERSION + ".delta", "stray"),
+        "state/0/9 is a partition folder beyond the 4 partitions"),
+    HDFS_STATE_FILE_OF_LAST_VERSION_MISSING(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete("state/0/1/" + STATE_VERSION + ".delta"),
+        "state/0/1 has no state file for version " + STATE_VERSION),
+    HDFS_EARLIER_DELTA_MISSING(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete("state/0/3/" + (STATE_VERSION - 1) + ".delta"),
+        "state/0/3 has no state file for version " + (STATE_VERSION - 1), "is built from"),
+    HDFS_STATE_FILE_OF_LAST_VERSION_EMPTY(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/0/" + STATE_VERSION + ".delta", ""),
+        "state/0/0/" + STATE_VERSION + ".delta is empty"),
+    ROCKSDB_ZIP_OF_LAST_VERSION_MISSING(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete("state/0/3/" + STATE_VERSION + ".zip"),
+        "state/0/3 has no state file for version " + STATE_VERSION),
+    ROCKSDB_SST_FILE_MISSING(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete(c.sstReferencedByLastVersion()),
+        "/SSTs/", "which state/0/", "needs, is missing"),
+    ROCKSDB_SST_FILE_TRUNCATED(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.truncateBy(c.sstReferencedByLastVersion(), 100),
+        "/SSTs/", "truncated or replaced"),
+    ROCKSDB_ZIP_OF_LAST_VERSION_EMPTY(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/1/" + STATE_VERSION + ".zip", ""),
+        "state/0/1/" + STATE_VERSION + ".zip is empty"),
+    ROCKSDB_ZIP_OF_LAST_VERSION_GARBAGE(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/2/" + STATE_VERSION + ".zip", "PK this is not a zip file"),
+        "state/0/2/" + STATE_VERSION + ".zip is not a RocksDB checkpoint Spark can read"),
+
+    // ---- state schema and operator metadata ----
+    SCHEMA_GARBAGE(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/0/_metadata/schema", "junk, not a state schema"),
+        "state schema of operator 0 store default", "cannot be read"),
+    SCHEMA_MISSING(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.delete("state/0/0/_metadata/schema"),
+        "state schema of operator 0 store default (state/0/0/_metadata/schema) is missing"),
+    OPERATOR_METADATA_GARBAGE(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/_metadata/metadata", "v1\n{this is not json"),
+        "state/0/_metadata/metadata is not operator metadata Spark can read"),
+    OPERATOR_METADATA_WITHOUT_STORES(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.write("state/0/_metadata/metadata", "v1\n{\"operatorInfo\":{}}"),
+        "state/0/_metadata/metadata lacks operatorInfo or stateStoreInfo"),
+
+    // ---- locks, permissions, foreign paths ----
+    LOCK_HELD_BY_LIVE_LEASE(Source.HDFS, Reason.CHECKPOINT_IN_USE,
+        c -> c.write("_stateshift/lock", "{\"owner\":\"x\",\"purpose\":\"y\",\"expiresAtMs\":"
+            + (System.currentTimeMillis() + 3_600_000L) + "}"),
+        "is locked by x (y)"),
+    READ_ONLY_CHECKPOINT(Source.HDFS, Reason.CHECKPOINT_NOT_WRITABLE,
+        Corpus::makeReadOnly,
+        "Cannot write to checkpoint", "needs write access"),
+    PATH_IS_A_REGULAR_FILE(Source.HDFS, Reason.NOT_A_CHECKPOINT,
+        c -> c.target(c.regularFile()),
+        "is a file, not a checkpoint folder"),
+    PATH_BELOW_A_REGULAR_FILE(Source.HDFS, Reason.CHECKPOINT_NOT_FOUND,
+        c -> c.target(c.root().resolve("metadata/checkpoint")),
+        "does not exist"),
+    STATE_FOLDER_INSTEAD_OF_CHECKPOINT(Source.HDFS, Reason.NOT_A_CHECKPOINT,
+        c -> c.target(c.root().resolve("state")),
+        "is not a streaming checkpoint"),
+    SINK_FOLDER_INSTEAD_OF_CHECKPOINT(Source.HDFS, Reason.NOT_A_CHECKPOINT,
+        c -> c.target(c.sinkFolder()),
+        "is not a streaming checkpoint"),
+    CHECKPOINT_OF_A_STATELESS_QUERY(Source.STATELESS, Reason.STATELESS_QUERY,
+        c -> { },
+        "stateless query");
+
+    final Source source;
+    final Reason reason;
+    final DamageAction action;
+    final String[] messages;
+
+    Damage(Source source, Reason reason, DamageAction action, String... messages) {
+      this.source = source;
+      this.reason = reason;
+      this.action = action;
+      this.messages = messages;
+    }
+  }
+
+  /** Damages a copy; may point stateshift at another path than the copy's root. */
+  @FunctionalInterface
+  interface DamageAction {
+    void apply(Corpus copy) throws Exception;
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Damage.class)
+  void refusedWithExitCodeTwoAndLeftUnchanged(Damage damage, @TempDir Path tmp) throws Exception {
+    Path original = switch (damage.source) {
+      case HDFS -> hdfsCheckpoint;
+      case ROCKSDB -> rocksDbCheckpoint;
+      case STATELESS -> statelessCheckpoint;
+    };
+    Corpus copy = Corpus.copyOf(original, tmp);
+    try {
+      damage.action.apply(copy);
+      Path target = copy.target();
+      boolean outside = !target.startsWith(copy.root()) && Files.exists(target);
+      Map<String, String> before = CheckpointDigest.of(copy.root());
+      Map<String, String> targetBefore = outside ? CheckpointDigest.of(target) : null;
+
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      int code = new io.stateshift.cli.StateShiftCli(new PrintStream(out, true),
+          new PrintStream(err, true))
+          .run(new String[] {"repartition", "--checkpoint", target.toString(), "--partitions",
+              "6"});
+      String stderr = err.toString(StandardCharsets.UTF_8);
+      assertThat(code).as("exit code; stderr:%n%s", stderr).isEqualTo(2);
+      assertThat(stderr).as("a clear message, no stack trace")
+          .startsWith("error: ")
+          .contains(damage.messages)
+          .doesNotContain("\tat ")
+          .doesNotContain("failed:");
+      assertThat(out.toString(StandardCharsets.UTF_8)).isEmpty();
+
+      assertThatThrownBy(() -> StateShift.get(SparkTestSession.get())
+          .repartitionState(target.toString()).toPartitions(6).execute())
+          .isInstanceOfSatisfying(StateShiftException.class, e -> {
+            assertThat(e.reason()).isEqualTo(damage.reason);
+            assertThat(e.reason().isBadInput()).isTrue();
+          })
+          .hasMessageContaining(damage.messages[0]);
+
+      assertThat(CheckpointDigest.of(copy.root())).as("the checkpoint is byte-for-byte unchanged")
+          .isEqualTo(before);
+      if (outside) {
+        assertThat(CheckpointDigest.of(target)).as("%s is byte-for-byte unchanged", target)
+            .isEqualTo(targetBefore);
+      }
+    } finally {
+      copy.close();
+    }
+  }
+
+  /** A copy of a source checkpoint and the ways to damage it. */
+  static final class Corpus implements AutoCloseable {
+    private final Path root;
+    private final Path scratch;
+    private final List<ThrowingRunnable> cleanups = new ArrayList<>();
+    private Path target;
+
+    interface ThrowingRunnable {
+      void run() throws Exception;
+    }
+
+    private Corpus(Path root, Path scratch) {
+      this.root = root;
+      this.scratch = scratch;
+      this.target = root;
+    }
+
+    static Corpus copyOf(Path original, Path tmp) throws IOException {
+      Path root = tmp.resolve("checkpoint");
+      copyTree(original, root);
+      return new Corpus(root, tmp);
+    }
+
+    Path root() {
+      return root;
+    }
+
+    /** The path handed to stateshift: the damaged copy unless a case points elsewhere. */
+    Path target() {
+      return target;
+    }
+
+    void target(Path path) {
+      this.target = path;
+    }
+
+    Path file(String relative) {
+      return root.resolve(relative);
+    }
+
+    String read(String relative) throws IOException {
+      return Files.readString(file(relative));
+    }
+
+    long size(String relative) throws IOException {
+      return Files.size(file(relative));
+    }
+
+    /** The first {@code count} lines of a file, joined with line breaks, no trailing one. */
+    String lines(String relative, int count) throws IOException {
+      String[] lines = read(relative).split("\n", -1);
+      assertThat(lines.length).isGreaterThan(count);
+      return String.join("\n", java.util.Arrays.copyOf(lines, count));
+    }
+
+    /**
+     * Writes a file and removes its Hadoop checksum side file, as on a file system without side
+     * checksums (HDFS, object stores): the damage is in the content, not a checksum mismatch.
+     */
+    void write(String relative, String text) throws IOException {
+      writeKeepingChecksum(relative, text);
+      Files.deleteIfExists(checksumOf(relative));
+    }
+
+    /** Writes a file but keeps its now stale checksum side file. */
+    void writeKeepingChecksum(String relative, String text) throws IOException {
+      Files.createDirectories(file(relative).getParent());
+      Files.writeString(file(relative), text);
+    }
+
+    void truncateTo(String relative, long bytes) throws IOException {
+      byte[] content = Files.readAllBytes(file(relative));
+      assertThat(bytes).isBetween(1L, (long) content.length - 1);
+      Files.write(file(relative), java.util.Arrays.copyOf(content, (int) bytes));
+      Files.deleteIfExists(checksumOf(relative));
+    }
+
+    void truncateBy(String relative, int bytes) throws IOException {
+      truncateTo(relative, size(relative) - bytes);
+    }
+
+    void replaceFirstLine(String relative, String line) throws IOException {
+      replaceLine(relative, 0, line);
+    }
+
+    void replaceLine(String relative, int index, String line) throws IOException {
+      String[] lines = read(relative).split("\n", -1);
+      assertThat(lines.length).isGreaterThan(index);
+      lines[index] = line;
+      write(relative, String.join("\n", lines));
+    }
+
+    void delete(String relative) throws IOException {
+      assertThat(file(relative)).exists();
+      Files.delete(file(relative));
+      Files.deleteIfExists(checksumOf(relative));
+    }
+
+    void deleteTree(String relative) throws IOException {
+      assertThat(file(relative)).isDirectory();
+      try (Stream<Path> paths = Files.walk(file(relative))) {
+        for (Path p : (Iterable<Path>) paths.sorted(Comparator.reverseOrder())::iterator) {
+          Files.delete(p);
+        }
+      }
+    }
+
+    private Path checksumOf(String relative) {
+      Path f = file(relative);
+      return f.resolveSibling("." + f.getFileName() + ".crc");
+    }
+
+    /** A regular file where a checkpoint folder is expected. */
+    Path regularFile() throws IOException {
+      Path f = scratch.resolve("checkpoint.tar");
+      Files.writeString(f, read("offsets/" + LAST));
+      return f;
+    }
+
+    /** A copy of the query's output folder: a path users mix up with the checkpoint. */
+    Path sinkFolder() throws IOException {
+      Path sink = scratch.resolve("sink");
+      copyTree(hdfsSink, sink);
+      return sink;
+    }
+
+    /**
+     * The SST file (relative path) that the RocksDB zip of the last version of some partition
+     * names, so deleting it breaks the state of the last committed batch.
+     */
+    String sstReferencedByLastVersion() throws IOException {
+      Pattern name = Pattern.compile("\"dfsSstFileName\"\\s*:\\s*\"([^\"]+)\"");
+      for (int p = 0; p < 4; p++) {
+        String dir = "state/0/" + p;
+        try (ZipInputStream zip = new ZipInputStream(
+            Files.newInputStream(file(dir + "/" + STATE_VERSION + ".zip")))) {
+          for (ZipEntry entry; (entry = zip.getNextEntry()) != null; ) {
+            if (entry.getName().equals("metadata")) {
+              Matcher m = name.matcher(new String(zip.readAllBytes(), StandardCharsets.UTF_8));
+              if (m.find() && Files.exists(file(dir + "/SSTs/" + m.group(1)))) {
+                return dir + "/SSTs/" + m.group(1);
+              }
+            }
+          }
+        }
+      }
+      throw new AssertionError("no RocksDB zip of version " + STATE_VERSION + " names an SST");
+    }
+
+    /**
+     * Makes the checkpoint read-only. Permission bits do not stop root (these tests often run as
+     * root in containers), so every file and folder is then also marked immutable ({@code chattr
+     * -R +i}), which stops root as well; where neither works, the case is skipped with the reason.
+     */
+    void makeReadOnly() throws Exception {
+      setWritable(false);
+      cleanups.add(() -> setWritable(true));
+      if (canCreateFileIn(root)) {
+        cleanups.add(0, () -> run("chattr", "-R", "-i", root.toString()));
+        run("chattr", "-R", "+i", root.toString());
+      }
+      if (canCreateFileIn(root)) {
+        assertThat(System.getProperty("user.name")).as("only root writes past a-w")
+            .isEqualTo("root");
+        Assumptions.abort("running as root without chattr: no way to make " + root
+            + " read-only for this process, so the read-only refusal cannot be exercised here");
+      }
+    }
+
+    private void setWritable(boolean writable) throws IOException {
+      try (Stream<Path> paths = Files.walk(root)) {
+        for (Path p : (Iterable<Path>) paths::iterator) {
+          boolean dir = Files.isDirectory(p);
+          String perms = dir ? (writable ? "rwxr-xr-x" : "r-xr-xr-x")
+              : (writable ? "rw-r--r--" : "r--r--r--");
+          Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(perms));
+        }
+      }
+    }
+
+    private static boolean canCreateFileIn(Path dir) {
+      Path probe = dir.resolve(".write-probe");
+      try {
+        Files.writeString(probe, "probe");
+        Files.delete(probe);
+        return true;
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    private static int run(String... command) throws Exception {
+      try {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        process.getInputStream().readAllBytes();
+        return process.waitFor();
+      } catch (IOException e) {
+        return -1; // the command is not installed
+      }
+    }
+
+    @Override
+    public void close() throws Exception {
+      for (ThrowingRunnable cleanup : cleanups) {
+        cleanup.run();
+      }
+    }
+
+    private static void copyTree(Path from, Path to) throws IOException {
+      try (Stream<Path> paths = Files.walk(from)) {
+        for (Path p : (Iterable<Path>) paths::iterator) {
+          Path target = to.resolve(from.relativize(p).toString());
+          if (Files.isDirectory(p)) {
+            Files.createDirectories(target);
+          } else {
+            Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
+          }
+        }
+      }
+    }
+  }
+}

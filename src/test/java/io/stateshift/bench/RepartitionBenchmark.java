@@ -1,0 +1,775 @@
+package io.stateshift.bench;
+
+import io.stateshift.CheckpointReport;
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShift;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.StateStore$;
+
+/**
+ * Side-by-side benchmark of state repartitioning, on fresh copies of the same checkpoint:
+ *
+ * <ol>
+ *   <li>stateshift: {@code StateShift.get(spark).repartitionState(copy).toPartitions(to).execute()};
+ *   <li>Spark's built-in offline runner, {@code streamingCheckpointManager().repartition(copy, to,
+ *       true)} (RocksDB only);
+ *   <li>replay: a new checkpoint and the same query over the whole input with the new count;
+ *   <li>floor: read every state row once and write the same bytes once to plain files.
+ * </ol>
+ *
+ * Run it with {@code bench/run} (see bench/README.md); it is not a test and never runs in {@code mvn
+ * test}. stateshift's result is checked after every run: same rows per store as before, every key
+ * in its Spark partition, the new count; a wrong result stops the benchmark with exit code 1.
+ */
+public final class RepartitionBenchmark {
+
+  /** Command-line options. */
+  record Options(List<Long> keys, List<Workload.Shape> shapes, List<Workload.Provider> providers,
+      List<int[]> directions, int repeat, boolean cold, String coldHeap, int files, Path workDir,
+      Path outDir, List<String> methods, boolean keep, boolean warmup, String master,
+      List<String> argv) {
+
+    static Options parse(String[] args) {
+      Map<String, String> values = new LinkedHashMap<>();
+      List<String> flags = new ArrayList<>();
+      for (int i = 0; i < args.length; i++) {
+        String a = args[i];
+        if (!a.startsWith("--")) {
+          throw new IllegalArgumentException("unexpected argument '" + a + "'");
+        }
+        String key = a.substring(2);
+        int eq = key.indexOf('=');
+        if (eq > 0) {
+          values.put(key.substring(0, eq), key.substring(eq + 1));
+        } else if (List.of("cold", "keep", "help", "no-warmup").contains(key)) {
+          flags.add(key);
+        } else if (i + 1 < args.length) {
+          values.put(key, args[++i]);
+        } else {
+          throw new IllegalArgumentException("--" + key + " needs a value");
+        }
+      }
+      if (flags.contains("help")) {
+        System.out.println(USAGE);
+        System.exit(0);
+      }
+      List<String> known = List.of("keys", "shapes", "providers", "directions", "repeat",
+          "cold-heap", "files", "work-dir", "out", "methods", "master");
+      for (String k : values.keySet()) {
+        if (!known.contains(k)) {
+          throw new IllegalArgumentException("unknown option --" + k + "\n" + USAGE);
+        }
+      }
+      List<int[]> directions = new ArrayList<>();
+      for (String d : split(values.getOrDefault("directions", "8:16,16:6"))) {
+        String[] p = d.split("->|:");
+        directions.add(new int[] {Integer.parseInt(p[0].trim()), Integer.parseInt(p[1].trim())});
+      }
+      List<String> methods = split(values.getOrDefault("methods", String.join(",",
+          Results.WARM)));
+      for (String m : methods) {
+        if (!Results.WARM.contains(m)) {
+          throw new IllegalArgumentException("unknown method '" + m + "' " + Results.WARM);
+        }
+      }
+      return new Options(
+          split(values.getOrDefault("keys", "200000,1000000")).stream()
+              .map(s -> Long.parseLong(s.replace("_", ""))).toList(),
+          split(values.getOrDefault("shapes", "windowed,dedup")).stream()
+              .map(Workload.Shape::parse).toList(),
+          split(values.getOrDefault("providers", "rocksdb,hdfs")).stream()
+              .map(Workload.Provider::parse).toList(),
+          directions,
+          Integer.parseInt(values.getOrDefault("repeat", "3")),
+          flags.contains("cold"),
+          values.getOrDefault("cold-heap", "2g"),
+          Integer.parseInt(values.getOrDefault("files", "4")),
+          Path.of(values.getOrDefault("work-dir", System.getProperty("java.io.tmpdir")
+              + "/stateshift-bench")).toAbsolutePath(),
+          Path.of(values.getOrDefault("out", "bench/results")).toAbsolutePath(),
+          methods,
+          flags.contains("keep"),
+          !flags.contains("no-warmup"),
+          values.getOrDefault("master", "local[2]"),
+          List.of(args));
+    }
+
+    private static List<String> split(String s) {
+      return List.of(s.split(",")).stream().map(String::trim).filter(x -> !x.isEmpty()).toList();
+    }
+  }
+
+  static final String USAGE = """
+      usage: bench/run [options]
+        --keys 200000,1000000        distinct state keys per checkpoint (even; 3000000, 10000000...)
+        --shapes windowed,dedup      windowed count (window 5 min + key, watermark) / dropDuplicates
+        --providers rocksdb,hdfs     also: rocksdb-changelog
+        --directions 8:16,16:6       from:to partition counts
+        --repeat 3                   timed runs per method (min and median reported)
+        --methods stateshift,builtin,replay,floor
+        --cold                       also time fresh processes: ./stateshift repartition vs the
+                                     built-in runner in a fresh java (slow)
+        --cold-heap 2g               -Xmx of the cold processes (./stateshift's default)
+        --files 4                    input files = micro-batches of the query
+        --work-dir /tmp/stateshift-bench   checkpoints, copies and input (deleted unless --keep)
+        --out bench/results          where the .md and .json results go
+        --master local[2]
+        --no-warmup                  skip the untimed warm-up (every method once on 2,000 keys)
+        --keep                       keep input and checkpoints in the work dir
+      Heap of the benchmark JVM: BENCH_HEAP (default 6g) or bench/run --heap 6g.""";
+
+  private final Options options;
+  private final SparkSession spark;
+  private final StateShift shift;
+  private final StageRecorder stages = new StageRecorder();
+  private final Path projectDir = Path.of("").toAbsolutePath();
+  private final List<Results.Case> cases = new ArrayList<>();
+  private final Map<String, Object> environment = new LinkedHashMap<>();
+  private final Path mdFile;
+  private final Path jsonFile;
+  private final List<String> warnings = new ArrayList<>();
+
+  private RepartitionBenchmark(Options options) {
+    this.options = options;
+    String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd-HHmmss"));
+    mdFile = options.outDir().resolve("repartition-" + stamp + ".md");
+    jsonFile = options.outDir().resolve("repartition-" + stamp + ".json");
+    spark = SparkSession.builder()
+        .master(options.master())
+        .appName("stateshift repartition benchmark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        // no background snapshotting or unloading of state stores in the middle of a timing
+        .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
+        .getOrCreate();
+    spark.sparkContext().setLogLevel("WARN");
+    spark.streams(); // the StateStoreCoordinator, which RocksDB stores and the built-in runner need
+    spark.sparkContext().addSparkListener(stages);
+    shift = StateShift.get(spark);
+    environment.put("started", LocalDateTime.now().toString());
+    environment.put("command", "bench/run " + String.join(" ", options.argv()));
+    environment.put("cores", Runtime.getRuntime().availableProcessors());
+    environment.put("master", options.master());
+    environment.put("java", System.getProperty("java.version"));
+    environment.put("spark", spark.version());
+    environment.put("maxHeapBytes", Runtime.getRuntime().maxMemory());
+    environment.put("repetitionsText", options.repeat() + " warm run(s) per method"
+        + (options.cold() ? ", cold runs as well" : ""));
+    environment.put("inputFiles", options.files());
+    String commit = git("rev-parse", "--short", "HEAD").trim();
+    environment.put("gitCommit", commit.isEmpty() ? "unknown commit" : commit);
+    String status = git("status", "--porcelain", "--untracked-files=no", "src/main").trim();
+    environment.put("gitDirty", !status.isEmpty());
+    environment.put("gitModifiedMainFiles", status.isEmpty() ? List.of()
+        : List.of(status.split("\n")).stream().map(String::trim).toList());
+  }
+
+  public static void main(String[] args) {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+      return;
+    }
+    RepartitionBenchmark bench = new RepartitionBenchmark(options);
+    int exit = 0;
+    try {
+      bench.runAll();
+    } catch (Throwable t) {
+      exit = 1;
+      System.err.println();
+      System.err.println("BENCHMARK FAILED: " + t);
+      t.printStackTrace();
+      bench.writeResults(String.valueOf(t));
+    } finally {
+      bench.spark.stop();
+    }
+    System.exit(exit);
+  }
+
+  private void runAll() throws IOException {
+    Files.createDirectories(options.workDir());
+    if (options.cold()) {
+      requireStateshiftScript();
+    }
+    log("work dir %s, results %s", options.workDir(), mdFile);
+    if (options.warmup()) {
+      warmUp();
+    }
+    for (long keys : options.keys()) {
+      Path input = options.workDir().resolve("input-" + keys);
+      long t = System.nanoTime();
+      Workload.writeInput(spark, input, keys, options.files());
+      log("input for %,d keys: %d files, %.1f MB, written in %.1f s", keys, options.files(),
+          Dirs.size(input) / 1048576.0, (System.nanoTime() - t) / 1e9);
+      for (Workload.Shape shape : options.shapes()) {
+        for (Workload.Provider provider : options.providers()) {
+          Map<Integer, Path> masters = new TreeMap<>();
+          Map<Integer, long[]> builds = new TreeMap<>();
+          try {
+            for (int[] direction : options.directions()) {
+              Results.Case c = new Results.Case();
+              c.shape = shape.label;
+              c.provider = provider.label;
+              c.keys = keys;
+              c.from = direction[0];
+              c.to = direction[1];
+              cases.add(c);
+              Path master = masters.computeIfAbsent(c.from, from -> {
+                Path cp = options.workDir().resolve(String.format("master-%d-%s-%s-%d", keys,
+                    shape.name().toLowerCase(Locale.ROOT), provider.name().toLowerCase(Locale.ROOT),
+                    from));
+                builds.put(from, build(shape, provider, input, cp, from));
+                return cp;
+              });
+              c.buildMillis = builds.get(c.from)[0];
+              c.buildBatches = (int) builds.get(c.from)[1];
+              runCase(c, shape, provider, input, master, options.repeat(), options.cold());
+              writeResults(null);
+            }
+          } finally {
+            if (!options.keep()) {
+              masters.values().forEach(Dirs::delete);
+            }
+          }
+        }
+      }
+      if (!options.keep()) {
+        Dirs.delete(input);
+      }
+    }
+    writeResults(null);
+    System.out.println();
+    System.out.println(Files.readString(mdFile));
+    System.out.println("results: " + mdFile);
+    System.out.println("         " + jsonFile);
+  }
+
+  /**
+   * Runs every method once, untimed, on 2,000 keys for each shape and provider, so that class
+   * loading, code generation and JIT of the first timed run do not count against one method.
+   */
+  private void warmUp() {
+    long t = System.nanoTime();
+    long keys = 2000;
+    Path input = options.workDir().resolve("warmup-input");
+    Path cp = options.workDir().resolve("warmup-master");
+    Workload.writeInput(spark, input, keys, options.files());
+    int[] direction = options.directions().get(0);
+    for (Workload.Shape shape : options.shapes()) {
+      for (Workload.Provider provider : options.providers()) {
+        Results.Case c = new Results.Case();
+        c.shape = shape.label;
+        c.provider = provider.label;
+        c.keys = keys;
+        c.from = direction[0];
+        c.to = direction[1];
+        build(shape, provider, input, cp, c.from);
+        runCase(c, shape, provider, input, cp, 1, false);
+        Dirs.delete(cp);
+      }
+    }
+    Dirs.delete(input);
+    log("warm-up done in %.1f s", (System.nanoTime() - t) / 1e9);
+  }
+
+  // ---- building the checkpoint ----
+
+  private long[] build(Workload.Shape shape, Workload.Provider provider, Path input, Path cp,
+      int partitions) {
+    Dirs.delete(cp);
+    unloadStateStores();
+    long t = System.nanoTime();
+    int batches = Workload.runQuery(spark, shape, provider, input, cp, partitions);
+    long millis = (System.nanoTime() - t) / 1_000_000;
+    unloadStateStores();
+    log("built %s (%d partitions, %d batches) in %.1f s", cp.getFileName(), partitions, batches,
+        millis / 1000.0);
+    return new long[] {millis, batches};
+  }
+
+  // ---- one case: all methods, interleaved ----
+
+  private void runCase(Results.Case c, Workload.Shape shape, Workload.Provider provider,
+      Path input, Path master, int repeat, boolean cold) {
+    String name = String.format(Locale.ROOT, "%s %s %,d keys %d->%d", c.shape, c.provider,
+        c.keys, c.from, c.to);
+    c.stateBytes = Dirs.size(master.resolve("state"));
+    c.stateFiles = Dirs.fileCount(master.resolve("state"));
+    CheckpointReport before = shift.inspect(master.toString());
+    Map<String, Long> rowsBefore = rowsPerStore(before);
+    c.rowsBefore = rowsBefore.values().stream().mapToLong(Long::longValue).sum();
+    if (before.partitions() != c.from || c.rowsBefore != c.keys) {
+      throw new IllegalStateException(name + ": the built checkpoint has " + before.partitions()
+          + " partitions and " + c.rowsBefore + " state rows; expected " + c.from + " and "
+          + c.keys + ". The workload generator is wrong.");
+    }
+    log("%s: state %.1f MB in %d files, %,d rows", name, c.stateBytes / 1048576.0, c.stateFiles,
+        c.rowsBefore);
+    List<String> methods = new ArrayList<>();
+    for (String m : options.methods()) {
+      if (m.equals(Results.BUILTIN) && !provider.rocksDb) {
+        c.method(m).skipped = "the built-in runner supports RocksDB only";
+        continue;
+      }
+      c.method(m);
+      methods.add(m);
+    }
+    for (int rep = 0; rep < repeat; rep++) {
+      for (int i = 0; i < methods.size(); i++) {
+        // rotate the order each repetition, so no method always runs first
+        String method = methods.get((i + rep) % methods.size());
+        Results.Method m = c.method(method);
+        if (m.error != null) {
+          continue;
+        }
+        try {
+          Results.Run run = switch (method) {
+            case Results.STATESHIFT -> timeStateshift(c, master, rowsBefore);
+            case Results.BUILTIN -> timeBuiltin(c, master, rowsBefore);
+            case Results.REPLAY -> timeReplay(c, shape, provider, input);
+            case Results.FLOOR -> timeFloor(c, master);
+            default -> throw new IllegalStateException(method);
+          };
+          run.repetition = rep + 1;
+          m.runs.add(run);
+          log("%s: %-10s run %d: %7.2f s  peak heap %,d MB%s", name, method, rep + 1,
+              run.millis / 1000.0, run.heapPeakBytes >> 20,
+              run.phases.isEmpty() ? "" : "  phases " + run.phases);
+        } catch (CorrectnessFailure e) {
+          throw e;
+        } catch (RuntimeException e) {
+          if (method.equals(Results.STATESHIFT)) {
+            throw e;
+          }
+          m.error = String.valueOf(e);
+          warn(name + ": " + method + " failed: " + e);
+          e.printStackTrace();
+        }
+      }
+    }
+    if (cold) {
+      if (!provider.rocksDb) {
+        c.method(Results.COLD_BUILTIN).skipped = "the built-in runner supports RocksDB only";
+      }
+      for (int rep = 0; rep < repeat; rep++) {
+        boolean builtinFirst = rep % 2 == 1; // alternate which process runs first
+        if (builtinFirst && provider.rocksDb) {
+          timeColdBuiltin(c, provider, master, rep + 1, name);
+        }
+        timeColdStateshift(c, master, rowsBefore, rep + 1, name);
+        if (!builtinFirst && provider.rocksDb) {
+          timeColdBuiltin(c, provider, master, rep + 1, name);
+        }
+      }
+    }
+  }
+
+  // ---- the four warm methods ----
+
+  private Results.Run timeStateshift(Results.Case c, Path master, Map<String, Long> rowsBefore) {
+    Path copy = freshCopy(master);
+    Results.Run run = new Results.Run();
+    RepartitionResult result;
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      result = shift.repartitionState(copy.toString()).toPartitions(c.to).execute();
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+    }
+    run.phases = new LinkedHashMap<>(result.phaseMillis());
+    if (result.rowsMoved() != c.rowsBefore) {
+      throw new CorrectnessFailure("stateshift reported " + result.rowsMoved()
+          + " rows moved, the checkpoint had " + c.rowsBefore + " (" + copy + ")");
+    }
+    String problem = check(copy, c.to, rowsBefore, run);
+    if (problem != null) {
+      throw new CorrectnessFailure("stateshift " + c.from + "->" + c.to + " on " + copy + ": "
+          + problem + " (copy kept for inspection)");
+    }
+    Dirs.delete(copy);
+    return run;
+  }
+
+  private Results.Run timeBuiltin(Results.Case c, Path master, Map<String, Long> rowsBefore) {
+    Path copy = freshCopy(master);
+    Results.Run run = new Results.Run();
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      spark.streams(); // needs the StateStoreCoordinator
+      ((org.apache.spark.sql.classic.SparkSession) spark).streamingCheckpointManager()
+          .repartition(copy.toString(), c.to, true);
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+    } finally {
+      unloadStateStores();
+    }
+    String what = c.shape + " " + c.provider + " " + c.keys + " keys " + c.from + "->" + c.to;
+    String problem;
+    try {
+      problem = check(copy, c.to, rowsBefore, run);
+    } catch (RuntimeException e) {
+      // stateshift's inspect may refuse what the built-in runner leaves; ask Spark's own source
+      run.check.put("inspectRefused", String.valueOf(e.getMessage()));
+      warnOnce("stateshift inspect refuses the checkpoint the built-in runner left (" + what
+          + "), checked with Spark's statestore source instead: " + e.getMessage());
+      try {
+        problem = checkWithSpark(copy, c.to, c.rowsBefore, run);
+      } catch (RuntimeException e2) {
+        run.check.put("unverified", String.valueOf(e2));
+        problem = "could not be verified: " + e2;
+      }
+    }
+    if (problem != null) {
+      warn(what + ": built-in result check: " + problem);
+    }
+    Dirs.delete(copy);
+    return run;
+  }
+
+  private Results.Run timeReplay(Results.Case c, Workload.Shape shape, Workload.Provider provider,
+      Path input) {
+    Path cp = options.workDir().resolve("replay-checkpoint");
+    Dirs.delete(cp);
+    Results.Run run = new Results.Run();
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      int batches = Workload.runQuery(spark, shape, provider, input, cp, c.to);
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+      run.check.put("batches", batches);
+    } finally {
+      unloadStateStores();
+    }
+    CheckpointReport after = shift.inspect(cp.toString());
+    long rows = rowsPerStore(after).values().stream().mapToLong(Long::longValue).sum();
+    run.check.put("rows", rows);
+    run.check.put("partitions", after.partitions());
+    if (rows != c.rowsBefore || after.partitions() != c.to) {
+      warn("replay produced " + rows + " rows in " + after.partitions() + " partitions, expected "
+          + c.rowsBefore + " in " + c.to);
+    }
+    Dirs.delete(cp);
+    return run;
+  }
+
+  private Results.Run timeFloor(Results.Case c, Path master) {
+    Path copy = freshCopy(master);
+    Path out = options.workDir().resolve("floor-out");
+    Dirs.delete(out);
+    Results.Run run = new Results.Run();
+    long rows;
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      rows = FloorCopy.run(spark, copy, out);
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+    } finally {
+      unloadStateStores();
+    }
+    run.check.put("rows", rows);
+    run.check.put("bytesWritten", Dirs.size(out));
+    if (rows != c.rowsBefore) {
+      warn("floor copied " + rows + " rows, expected " + c.rowsBefore);
+    }
+    Dirs.delete(out);
+    Dirs.delete(copy);
+    return run;
+  }
+
+  // ---- cold: fresh processes ----
+
+  private void timeColdStateshift(Results.Case c, Path master, Map<String, Long> rowsBefore,
+      int rep, String name) {
+    // ./stateshift rebuilds its jar when src/main changed: let that happen outside the timing
+    Path buildLog = options.workDir().resolve("cold-stateshift-build.log");
+    if (runProcess(new ProcessBuilder(projectDir.resolve("stateshift").toString(), "classpath"),
+        buildLog, new Results.Run()) != 0) {
+      throw new IllegalStateException("./stateshift classpath failed: " + tail(buildLog));
+    }
+    Path copy = freshCopy(master);
+    Results.Run run = new Results.Run();
+    run.repetition = rep;
+    Path logFile = options.workDir().resolve("cold-stateshift.log");
+    ProcessBuilder pb = new ProcessBuilder(projectDir.resolve("stateshift").toString(),
+        "repartition", "--checkpoint", copy.toString(), "--partitions", Integer.toString(c.to));
+    pb.environment().put("STATESHIFT_JAVA_OPTS", "-Xmx" + options.coldHeap());
+    int exit = runProcess(pb, logFile, run);
+    if (exit != 0) {
+      throw new IllegalStateException("./stateshift repartition exited with " + exit + ": "
+          + tail(logFile));
+    }
+    String problem = check(copy, c.to, rowsBefore, run);
+    if (problem != null) {
+      throw new CorrectnessFailure("cold stateshift " + c.from + "->" + c.to + " on " + copy
+          + ": " + problem);
+    }
+    c.method(Results.COLD_STATESHIFT).runs.add(run);
+    log("%s: %-15s run %d: %7.2f s", name, Results.COLD_STATESHIFT, rep, run.millis / 1000.0);
+    Dirs.delete(copy);
+  }
+
+  private void timeColdBuiltin(Results.Case c, Workload.Provider provider, Path master, int rep,
+      String name) {
+    Results.Method m = c.method(Results.COLD_BUILTIN);
+    if (m.error != null) {
+      return;
+    }
+    Path copy = freshCopy(master);
+    Results.Run run = new Results.Run();
+    run.repetition = rep;
+    Path logFile = options.workDir().resolve("cold-builtin.log");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    ProcessBuilder pb = new ProcessBuilder(java, "@" + projectDir.resolve("spark-jvm.options"),
+        "-Xmx" + options.coldHeap(),
+        "-Dlog4j2.configurationFile="
+            + projectDir.resolve("src/main/resources/stateshift-log4j2.properties"),
+        "-cp", System.getProperty("java.class.path"), BuiltinRepartitionMain.class.getName(),
+        copy.toString(), Integer.toString(c.to), provider.providerClass());
+    int exit = runProcess(pb, logFile, run);
+    if (exit != 0) {
+      m.error = "exit code " + exit + ": " + tail(logFile);
+      warn(name + ": cold built-in failed: " + m.error);
+    } else {
+      m.runs.add(run);
+      log("%s: %-15s run %d: %7.2f s", name, Results.COLD_BUILTIN, rep, run.millis / 1000.0);
+    }
+    Dirs.delete(copy);
+  }
+
+  private int runProcess(ProcessBuilder pb, Path logFile, Results.Run run) {
+    pb.directory(projectDir.toFile());
+    pb.redirectErrorStream(true);
+    pb.redirectOutput(ProcessBuilder.Redirect.to(logFile.toFile()));
+    try {
+      long t = System.nanoTime();
+      Process p = pb.start();
+      if (!p.waitFor(60, TimeUnit.MINUTES)) {
+        p.destroyForcibly();
+        throw new IllegalStateException(pb.command() + " timed out");
+      }
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      return p.exitValue();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  // ---- helpers ----
+
+  /** Same state everywhere before a timing: no cached stores, a collected heap, no old stages. */
+  private void prepare() {
+    unloadStateStores();
+    System.gc();
+    stages.reset(spark);
+  }
+
+  private void record(Results.Run run, HeapSampler heap) {
+    heap.close();
+    run.heapBaselineBytes = heap.baselineBytes();
+    run.heapPeakBytes = heap.peakBytes();
+    run.heapPeakAfterGcBytes = heap.peakAfterGcBytes();
+    run.stages = stages.drain(spark);
+  }
+
+  private static void unloadStateStores() {
+    StateStore$.MODULE$.unloadAll();
+  }
+
+  private Path freshCopy(Path master) {
+    Path copy = options.workDir().resolve("copy");
+    Dirs.delete(copy);
+    Dirs.copy(master, copy);
+    return copy;
+  }
+
+  /** Checks a repartitioned copy with stateshift's inspect; returns the problem, or null. */
+  private String check(Path copy, int to, Map<String, Long> rowsBefore, Results.Run run) {
+    CheckpointReport after = shift.inspect(copy.toString());
+    Map<String, Long> rowsAfter = rowsPerStore(after);
+    long misplaced = after.operators().stream().flatMap(o -> o.stores().stream())
+        .mapToLong(CheckpointReport.StoreReport::misplacedKeys).sum();
+    run.check.put("partitions", after.partitions());
+    run.check.put("rowsPerStore", rowsAfter);
+    run.check.put("misplacedKeys", misplaced);
+    List<String> problems = new ArrayList<>();
+    if (after.partitions() != to) {
+      problems.add("inspect reports " + after.partitions() + " partitions, expected " + to);
+    }
+    if (!rowsAfter.equals(rowsBefore)) {
+      problems.add("rows per store " + rowsAfter + " differ from before " + rowsBefore);
+    }
+    if (misplaced != 0) {
+      problems.add(misplaced + " keys outside their Spark partition");
+    }
+    run.check.put("ok", problems.isEmpty());
+    return problems.isEmpty() ? null : String.join("; ", problems);
+  }
+
+  /**
+   * Checks a repartitioned copy with Spark's statestore source alone (last committed batch): rows,
+   * and keys whose partition_id is not pmod(hash(key), to). Returns the problem, or null.
+   */
+  private String checkWithSpark(Path copy, int to, long expectedRows, Results.Run run) {
+    long rows = 0;
+    long misplaced = 0;
+    int highest = -1;
+    try (var list = Files.list(copy.resolve("state"))) {
+      for (String op : list.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
+          .toList()) {
+        var state = spark.read().format("statestore").option("operatorId", op)
+            .load(copy.toString());
+        rows += state.count();
+        misplaced += state.filter("partition_id != pmod(hash(key), " + to + ")").count();
+        Object max = state.agg(org.apache.spark.sql.functions.max("partition_id")).first().get(0);
+        highest = Math.max(highest, max == null ? -1 : ((Number) max).intValue());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    run.check.put("sparkRows", rows);
+    run.check.put("sparkMisplacedKeys", misplaced);
+    run.check.put("sparkHighestPartition", highest);
+    List<String> problems = new ArrayList<>();
+    if (rows != expectedRows) {
+      problems.add("Spark's statestore source reads " + rows + " rows, expected " + expectedRows);
+    }
+    if (misplaced != 0) {
+      problems.add(misplaced + " keys outside their Spark partition");
+    }
+    if (highest >= to) {
+      problems.add("rows in partition " + highest + " of " + to);
+    }
+    run.check.put("ok", problems.isEmpty());
+    return problems.isEmpty() ? null : String.join("; ", problems);
+  }
+
+  private static Map<String, Long> rowsPerStore(CheckpointReport report) {
+    Map<String, Long> out = new TreeMap<>();
+    for (CheckpointReport.OperatorReport op : report.operators()) {
+      for (CheckpointReport.StoreReport store : op.stores()) {
+        out.put(op.id() + "/" + store.name(), store.totalRows());
+      }
+    }
+    return out;
+  }
+
+  private void writeResults(String failure) {
+    try {
+      Map<String, Object> root = new LinkedHashMap<>();
+      root.put("environment", environment);
+      Map<String, Object> opts = new LinkedHashMap<>();
+      opts.put("keys", options.keys());
+      opts.put("shapes", options.shapes().stream().map(s -> s.label).toList());
+      opts.put("providers", options.providers().stream().map(p -> p.label).toList());
+      opts.put("directions", options.directions().stream().map(d -> d[0] + "->" + d[1]).toList());
+      opts.put("repeat", options.repeat());
+      opts.put("cold", options.cold());
+      opts.put("coldHeap", options.coldHeap());
+      opts.put("methods", options.methods());
+      root.put("options", opts);
+      root.put("failure", failure);
+      root.put("warnings", warnings);
+      List<Object> list = new ArrayList<>();
+      cases.forEach(c -> list.add(c.toJson()));
+      root.put("cases", list);
+      Report.writeJson(jsonFile, root);
+      String md = Report.markdown(cases, environment, options.cold(), failure);
+      if (!warnings.isEmpty()) {
+        md += "\n## Warnings\n\n" + String.join("\n", warnings.stream().map(w -> "- " + w)
+            .toList()) + "\n";
+      }
+      Files.createDirectories(mdFile.getParent());
+      Files.writeString(mdFile, md, StandardCharsets.UTF_8);
+    } catch (IOException | RuntimeException e) {
+      System.err.println("bench: could not write results: " + e);
+    }
+  }
+
+  private void requireStateshiftScript() {
+    if (!Files.isExecutable(projectDir.resolve("stateshift"))) {
+      throw new IllegalStateException("--cold runs ./stateshift from the project folder; run "
+          + "the benchmark from the project root (bench/run does)");
+    }
+  }
+
+  private String git(String... args) {
+    List<String> command = new ArrayList<>(List.of("git"));
+    command.addAll(List.of(args));
+    try {
+      Process p = new ProcessBuilder(command).directory(projectDir.toFile())
+          .redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      p.waitFor();
+      return p.exitValue() == 0 ? out : "";
+    } catch (IOException | InterruptedException e) {
+      return "";
+    }
+  }
+
+  private static String tail(Path file) {
+    try {
+      List<String> lines = Files.readAllLines(file);
+      return String.join("\n", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
+    } catch (IOException e) {
+      return "(no log)";
+    }
+  }
+
+  private final java.util.Set<String> warnedOnce = new java.util.HashSet<>();
+
+  /** Warns once per message text up to the first '(' (so per kind, not per case). */
+  private void warnOnce(String message) {
+    int cut = message.indexOf('(');
+    if (warnedOnce.add(cut > 0 ? message.substring(0, cut) : message)) {
+      warn(message);
+    }
+  }
+
+  private void warn(String message) {
+    warnings.add(message);
+    System.err.println("bench: WARNING " + message);
+  }
+
+  private static void log(String format, Object... args) {
+    System.err.printf(Locale.ROOT, "[bench %tT] " + format + "%n",
+        prepend(java.time.LocalTime.now(), args));
+  }
+
+  private static Object[] prepend(Object first, Object[] rest) {
+    Object[] out = new Object[rest.length + 1];
+    out[0] = first;
+    System.arraycopy(rest, 0, out, 1, rest.length);
+    return out;
+  }
+
+  /** A wrong stateshift result: always stops the benchmark. */
+  static final class CorrectnessFailure extends IllegalStateException {
+    CorrectnessFailure(String message) {
+      super("CORRECTNESS FAILURE: " + message);
+    }
+  }
+}

@@ -1,0 +1,165 @@
+package io.stateshift.bench;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** What the benchmark measured: one {@link Case} per shape, provider, key count and direction. */
+final class Results {
+  private Results() {}
+
+  static final String STATESHIFT = "stateshift";
+  static final String BUILTIN = "builtin";
+  static final String REPLAY = "replay";
+  static final String FLOOR = "floor";
+  static final String COLD_STATESHIFT = "cold-stateshift";
+  static final String COLD_BUILTIN = "cold-builtin";
+  static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
+
+  /** One timed run of one method. */
+  static final class Run {
+    int repetition;
+    long millis;
+    long heapBaselineBytes;
+    long heapPeakBytes;
+    long heapPeakAfterGcBytes;
+    List<Map<String, Object>> stages = List.of();
+    Map<String, Long> phases = Map.of();
+    Map<String, Object> check = new LinkedHashMap<>();
+
+    Map<String, Object> toJson() {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("repetition", repetition);
+      m.put("millis", millis);
+      m.put("heapBaselineBytes", heapBaselineBytes);
+      m.put("heapPeakBytes", heapPeakBytes);
+      m.put("heapPeakAfterGcBytes", heapPeakAfterGcBytes);
+      if (!phases.isEmpty()) {
+        m.put("phasesMillis", phases);
+      }
+      m.put("check", check);
+      m.put("stages", stages);
+      return m;
+    }
+  }
+
+  /** The runs of one method in one case; {@code skipped} or {@code error} when there are none. */
+  static final class Method {
+    final List<Run> runs = new ArrayList<>();
+    String skipped;
+    String error;
+
+    boolean hasTimes() {
+      return !runs.isEmpty() && error == null;
+    }
+
+    long min() {
+      return runs.stream().mapToLong(r -> r.millis).min().orElse(-1);
+    }
+
+    /** Median; with an even count, the mean of the two middle runs. */
+    double median() {
+      long[] t = runs.stream().mapToLong(r -> r.millis).sorted().toArray();
+      if (t.length == 0) {
+        return -1;
+      }
+      return t.length % 2 == 1 ? t[t.length / 2] : (t[t.length / 2 - 1] + t[t.length / 2]) / 2.0;
+    }
+
+    long maxPeakHeap() {
+      return runs.stream().mapToLong(r -> r.heapPeakBytes).max().orElse(-1);
+    }
+
+    long maxPeakAfterGc() {
+      return runs.stream().mapToLong(r -> r.heapPeakAfterGcBytes).max().orElse(-1);
+    }
+
+    Run fastest() {
+      return runs.stream().min(java.util.Comparator.comparingLong(r -> r.millis)).orElse(null);
+    }
+
+    Map<String, Object> toJson() {
+      Map<String, Object> m = new LinkedHashMap<>();
+      if (skipped != null) {
+        m.put("skipped", skipped);
+      }
+      if (error != null) {
+        m.put("error", error);
+      }
+      if (!runs.isEmpty()) {
+        m.put("minMillis", min());
+        m.put("medianMillis", median());
+        m.put("maxHeapPeakBytes", maxPeakHeap());
+        m.put("maxHeapPeakAfterGcBytes", maxPeakAfterGc());
+      }
+      List<Object> list = new ArrayList<>();
+      runs.forEach(r -> list.add(r.toJson()));
+      m.put("runs", list);
+      return m;
+    }
+  }
+
+  /** One shape x provider x keys x direction. */
+  static final class Case {
+    String shape;
+    String provider;
+    long keys;
+    int from;
+    int to;
+    long stateBytes;
+    long stateFiles;
+    long rowsBefore;
+    long buildMillis;
+    int buildBatches;
+    final Map<String, Method> methods = new LinkedHashMap<>();
+
+    Method method(String name) {
+      return methods.computeIfAbsent(name, n -> new Method());
+    }
+
+    /** a / b of the fastest runs, or NaN when either is missing. */
+    double ratio(String a, String b) {
+      Method ma = methods.get(a);
+      Method mb = methods.get(b);
+      if (ma == null || mb == null || !ma.hasTimes() || !mb.hasTimes() || mb.min() <= 0) {
+        return Double.NaN;
+      }
+      return (double) ma.min() / mb.min();
+    }
+
+    double stateshiftRowsPerSecond() {
+      Method m = methods.get(STATESHIFT);
+      return m == null || !m.hasTimes() ? Double.NaN : rowsBefore * 1000.0 / m.min();
+    }
+
+    Map<String, Object> toJson() {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("shape", shape);
+      m.put("provider", provider);
+      m.put("keys", keys);
+      m.put("from", from);
+      m.put("to", to);
+      m.put("stateBytes", stateBytes);
+      m.put("stateFiles", stateFiles);
+      m.put("rows", rowsBefore);
+      m.put("buildMillis", buildMillis);
+      m.put("buildBatches", buildBatches);
+      Map<String, Object> ratios = new LinkedHashMap<>();
+      ratios.put("builtin/stateshift", finite(ratio(BUILTIN, STATESHIFT)));
+      ratios.put("replay/stateshift", finite(ratio(REPLAY, STATESHIFT)));
+      ratios.put("stateshift/floor", finite(ratio(STATESHIFT, FLOOR)));
+      ratios.put("coldBuiltin/coldStateshift", finite(ratio(COLD_BUILTIN, COLD_STATESHIFT)));
+      m.put("ratiosOfMin", ratios);
+      m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
+      Map<String, Object> ms = new LinkedHashMap<>();
+      methods.forEach((k, v) -> ms.put(k, v.toJson()));
+      m.put("methods", ms);
+      return m;
+    }
+  }
+
+  static Object finite(double d) {
+    return Double.isFinite(d) ? d : null;
+  }
+}
