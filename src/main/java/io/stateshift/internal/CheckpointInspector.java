@@ -18,9 +18,7 @@ public final class CheckpointInspector {
         .map(j -> "attempt " + j.attemptId() + " to " + j.toPartitions() + " partitions stopped in "
             + "phase " + j.phase() + "; run repartition again to finish or undo it");
     StateLayout layout = StateLayout.read(spark, checkpoint, false);
-    List<StateCensus.Count> counts = new StateCensus(files.path("state").toString(),
-        layout.storeConf(), files.conf(), layout.stores(), layout.partitions(),
-        layout.lastCommitted() + 1).run(spark);
+    List<StateCensus.Count> counts = StateCensus.of(spark, layout);
     List<CheckpointReport.OperatorReport> operators = new ArrayList<>();
     for (StatefulOperator op : layout.operators()) {
       List<CheckpointReport.StoreReport> stores = new ArrayList<>();

@@ -32,8 +32,7 @@ public final class CheckpointVerifier {
     }
     List<StateCensus.Count> counts;
     try {
-      counts = new StateCensus(files.path("state").toString(), layout.storeConf(), files.conf(),
-          layout.stores(), layout.partitions(), layout.lastCommitted() + 1).run(spark);
+      counts = StateCensus.of(spark, layout);
     } catch (RuntimeException e) {
       problems.add("the state of batch " + layout.lastCommitted() + " cannot be read: "
           + rootMessage(e));

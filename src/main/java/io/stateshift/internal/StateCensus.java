@@ -42,6 +42,13 @@ final class StateCensus implements Serializable {
     this.version = version;
   }
 
+  /** A census of the layout's stores at the state of its last committed batch. */
+  static List<Count> of(SparkSession spark, StateLayout layout) {
+    CheckpointFiles files = layout.checkpoint().files();
+    return new StateCensus(files.path("state").toString(), layout.storeConf(), files.conf(),
+        layout.stores(), layout.partitions(), layout.lastCommitted() + 1).run(spark);
+  }
+
   List<Count> run(SparkSession spark) {
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
     List<Task> tasks = new ArrayList<>();
