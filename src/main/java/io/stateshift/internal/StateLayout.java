@@ -49,6 +49,8 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       + FLAT_MAP_GROUPS_WITH_STATE + ") and stream-stream joins (" + JOIN + ", join state "
       + "formats 1 and 2)";
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
+  static final String FMGWS_FORMAT =
+      "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
   /** The join format Spark assumes for checkpoints that do not record one (Spark 2.3). */
   private static final int LEGACY_JOIN_FORMAT = 1;
 
@@ -161,6 +163,20 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       }
       for (StatefulOperator.Store store : op.stores()) {
         StateStoreColFamilySchema schema = readSchema(files, op, store);
+        if (requireSupported && op.name().equals(FLAT_MAP_GROUPS_WITH_STATE)
+            && "1".equals(conf.getOrDefault(FMGWS_FORMAT, "1"))
+            && java.util.Arrays.asList(schema.valueSchema().fieldNames())
+                .contains("timeoutTimestamp")) {
+          // Spark 4.2 records this format's timeout as an int in the schema but writes a long:
+          // its own row validation then rejects the state when it is read outside the query.
+          throw new StateShiftException(Reason.UNSUPPORTED_OPERATOR,
+              "Operator " + op.id() + " (flatMapGroupsWithState with a timeout) uses state format "
+                  + "1 (" + FMGWS_FORMAT + "), whose rows Spark 4.2's state validation rejects "
+                  + "when read outside the query; this version of stateshift repartitions "
+                  + "format 1 without a timeout, and format 2 (the default). The checkpoint was "
+                  + "not changed. Start the query on a new checkpoint with the new partition "
+                  + "count.");
+        }
         stores.add(new StoreSpec(stores.size(), op.id(), op.name(), store.name(),
             store.numColsPrefixKey(), schema.keySchema(), schema.valueSchema(),
             join ? joinFormat : 0));
