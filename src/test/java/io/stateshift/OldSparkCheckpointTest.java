@@ -124,6 +124,32 @@ class OldSparkCheckpointTest {
   }
 
   /**
+   * The derived placement is checked against the state itself: a 3.5 checkpoint whose keys do not
+   * sit where the whole-key hash puts them (here two partition folders swapped) is refused before
+   * anything changes.
+   */
+  @Test
+  void stateThatContradictsTheDerivedPlacementIsRefused() throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture("3.5.8", Query.DEDUP.folder("hdfs"), input);
+    Path checkpoint = fixture.resolve("checkpoint");
+    Path one = checkpoint.resolve("state/0/1");
+    Path two = checkpoint.resolve("state/0/2");
+    Path swap = checkpoint.resolve("state/0/swap");
+    Files.move(one, swap);
+    Files.move(two, one);
+    Files.move(swap, two);
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(5).execute())
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("is not placed by its whole state key")
+        .hasMessageContaining("Run the query for one batch on Spark 4.2");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /**
    * The schema file is Spark's binary writeUTF format: renaming "window" to a same-length name
    * keeps it valid. "window" (6) and "session_window" (14) differ, so rename "device" instead
    * would not do; swap the whole key field name by rewriting its length-prefixed JSON string.
