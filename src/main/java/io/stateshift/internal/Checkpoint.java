@@ -171,19 +171,27 @@ public final class Checkpoint {
       if (node == null || !node.isObject()) {
         throw new IllegalArgumentException();
       }
-      if (node.has("stateUniqueIds")) {
-        throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
-            "Checkpoint " + files.root() + " uses state checkpoint format v2 (state ids in the "
-                + "commit log), which this version of stateshift does not repartition yet. "
-                + "Repartition a checkpoint written with "
-                + "spark.sql.streaming.stateStore.checkpointFormatVersion=1.");
-      }
+      StateCheckpointIds.fromCommit(node); // format v2: the ids must be readable too
     } catch (StateShiftException e) {
       throw e;
     } catch (Exception e) {
       throw corrupt(files, "commits/" + batchId + " is not valid JSON (truncated or damaged)");
     }
     return text;
+  }
+
+  /**
+   * The state checkpoint ids a commit records (state checkpoint format v2), or null when the
+   * checkpoint uses format v1.
+   */
+  StateCheckpointIds checkpointIds(long batchId) {
+    String text = commitText(batchId);
+    try {
+      return StateCheckpointIds.fromCommit(JSON.readTree(text.substring(text.indexOf('\n') + 1)));
+    } catch (Exception e) {
+      throw corrupt(files, "commits/" + batchId + " records stateUniqueIds Spark cannot read ("
+          + e.getMessage() + ")");
+    }
   }
 
   /** The stateful operators found under {@code state/}, in operator id order. */
@@ -224,10 +232,7 @@ public final class Checkpoint {
       chosen = v1;
       version = 1;
     } else {
-      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
-          "Operator " + id + " of checkpoint " + files.root() + " has no operator metadata "
-              + "(state/" + id + "/_metadata). Checkpoints written before Spark 4.0 lack it: run "
-              + "the query for one batch on Spark 4.2, stop it, then repartition.");
+      return OperatorWithoutMetadata.derive(files, id);
     }
     ObjectNode node = readMetadataJson(chosen);
     try {

@@ -20,7 +20,8 @@ public record RepartitionJournal(
     java.util.Map<String, Long> rowsBefore,
     java.util.List<String> newFiles,
     java.util.Map<String, String> replacedMetadata,
-    String retiredRoot) {
+    String retiredRoot,
+    String newCommit) {
 
   /** Where an attempt is; the checkpoint's old layout is untouched until SWITCHING. */
   public enum Phase {
@@ -58,19 +59,23 @@ public record RepartitionJournal(
   static RepartitionJournal start(int from, int to, long baseBatch, String retiredRoot) {
     return new RepartitionJournal(java.util.UUID.randomUUID().toString(), Phase.STAGING, from, to,
         baseBatch, baseBatch + 1, System.currentTimeMillis(), java.util.Map.of(),
-        java.util.List.of(), java.util.Map.of(), retiredRoot);
+        java.util.List.of(), java.util.Map.of(), retiredRoot, null);
   }
 
   RepartitionJournal withPhase(Phase next) {
     return new RepartitionJournal(attemptId, next, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rowsBefore, newFiles, replacedMetadata, retiredRoot);
+        startedAtMs, rowsBefore, newFiles, replacedMetadata, retiredRoot, newCommit);
   }
 
-  /** What the switch will change, recorded before it starts so a rollback can undo it. */
+  /**
+   * What the switch will change, recorded before it starts so a rollback can undo it; with
+   * {@code commit}, the exact text of commits/N+1 (state checkpoint format v2, where it names the
+   * new state versions' unique ids; null means a copy of commits/N).
+   */
   RepartitionJournal withSwitchRecord(java.util.Map<String, Long> rows,
-      java.util.List<String> files, java.util.Map<String, String> metadata) {
+      java.util.List<String> files, java.util.Map<String, String> metadata, String commit) {
     return new RepartitionJournal(attemptId, phase, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rows, files, metadata, retiredRoot);
+        startedAtMs, rows, files, metadata, retiredRoot, commit);
   }
 
   static Optional<RepartitionJournal> read(CheckpointFiles files) {

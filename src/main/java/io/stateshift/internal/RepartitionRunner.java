@@ -131,8 +131,10 @@ public final class RepartitionRunner {
       journal.save(files);
       FailPoints.reached("journal-staging");
       StateRedistributionJob.Outcome outcome;
+      String newCommit;
       try {
         outcome = stage(layout, journal);
+        newCommit = newCommitText(layout, outcome);
       } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
         undo(journal);
         throw classifyFailure(e);
@@ -144,8 +146,8 @@ public final class RepartitionRunner {
       phases.put("stage", System.currentTimeMillis() - phaseStart);
 
       phaseStart = System.currentTimeMillis();
-      journal = journal.withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint))
-          .withPhase(RepartitionJournal.Phase.SWITCHING);
+      journal = journal.withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint),
+              newCommit).withPhase(RepartitionJournal.Phase.SWITCHING);
       journal.save(files);
       FailPoints.reached("journal-switching");
       switchLayout(checkpoint, journal);
@@ -224,7 +226,18 @@ public final class RepartitionRunner {
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
     StateRedistributionJob job = new StateRedistributionJob(files.path("state").toString(),
         journal.stagedDir(files).toString(), layout.storeConf(), files.conf(), layout.stores(),
-        layout.partitions(), target, layout.lastCommitted(), layout.rocksDb(), layout.codec());
+        layout.partitions(), target, layout.lastCommitted(), layout.rocksDb(), layout.codec(),
+        layout.checkpointIds());
+    java.util.Set<Integer> derived = new java.util.HashSet<>();
+    for (StoreSpec spec : layout.stores()) {
+      for (StatefulOperator op : layout.operators()) {
+        if (op.id() == spec.operatorId()
+            && op.metadataVersion() == OperatorWithoutMetadata.DERIVED) {
+          derived.add(spec.slot());
+        }
+      }
+    }
+    job.verifyPlacementOf(derived);
     String group = "stateshift-" + journal.attemptId();
     // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
     java.util.Map<String, String> saved = new java.util.HashMap<>();
@@ -261,6 +274,36 @@ public final class RepartitionRunner {
     return moves;
   }
 
+  /**
+   * Under state checkpoint format v2, commits/N+1 must name the unique id of every new state
+   * version, as Spark's own commit would; under v1 it is a copy of commits/N (null here).
+   */
+  private String newCommitText(StateLayout layout, StateRedistributionJob.Outcome outcome) {
+    if (!layout.checkpointIdsEnabled()) {
+      return null;
+    }
+    Map<Long, Map<String, String[]>> ids = new LinkedHashMap<>();
+    for (StoreSpec spec : layout.stores()) {
+      String[] perPartition = new String[target];
+      for (StateRedistributionJob.PartitionCount written : outcome.written()) {
+        if (written.slot() == spec.slot()) {
+          perPartition[written.partition()] = written.checkpointId();
+        }
+      }
+      for (int p = 0; p < target; p++) {
+        if (perPartition[p] == null) {
+          throw new StateShiftException(Reason.FAILED, "Operator " + spec.operatorId() + " store "
+              + spec.storeName() + " partition " + p + " was written without a state checkpoint "
+              + "id; the checkpoint was not changed.");
+        }
+      }
+      ids.computeIfAbsent(spec.operatorId(), k -> new LinkedHashMap<>())
+          .put(spec.storeName(), perPartition);
+    }
+    return StateCheckpointIds.commitWithIds(layout.checkpoint().commitText(layout.lastCommitted()),
+        ids);
+  }
+
   private void undo(RepartitionJournal journal) {
     files.deleteQuietly(RepartitionJournal.attemptDir(files, journal.attemptId()));
     deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
@@ -274,8 +317,10 @@ public final class RepartitionRunner {
   }
 
   private StateShiftException classifyFailure(Exception e) {
-    if (e instanceof StateShiftException sse) {
-      return sse;
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof StateShiftException sse) {
+        return sse; // a refusal raised inside a task
+      }
     }
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof FileNotFoundException || (t.getMessage() != null
@@ -312,7 +357,8 @@ public final class RepartitionRunner {
     }
     Path commit = files.path("commits/" + journal.newBatch());
     if (!files.exists(commit)) {
-      files.writeNew(commit, checkpoint.commitText(journal.baseBatch()));
+      files.writeNew(commit, journal.newCommit() != null ? journal.newCommit()
+          : checkpoint.commitText(journal.baseBatch()));
     }
     FailPoints.reached("commit");
   }

@@ -31,9 +31,11 @@ final class StateCensus implements Serializable {
   private final List<StoreSpec> stores;
   private final int partitions;
   private final long version;
+  private final StateCheckpointIds checkpointIds;
 
   StateCensus(String stateRoot, StateStoreConf storeConf, Configuration hadoopConf,
-      List<StoreSpec> stores, int partitions, long version) {
+      List<StoreSpec> stores, int partitions, long version, StateCheckpointIds checkpointIds) {
+    this.checkpointIds = checkpointIds;
     this.stateRoot = stateRoot;
     this.storeConf = storeConf;
     this.hadoopConf = new SerializableConfiguration(hadoopConf);
@@ -46,7 +48,8 @@ final class StateCensus implements Serializable {
   static List<Count> of(SparkSession spark, StateLayout layout) {
     CheckpointFiles files = layout.checkpoint().files();
     return new StateCensus(files.path("state").toString(), layout.storeConf(), files.conf(),
-        layout.stores(), layout.partitions(), layout.lastCommitted() + 1).run(spark);
+        layout.stores(), layout.partitions(), layout.lastCommitted() + 1, layout.checkpointIds())
+        .run(spark);
   }
 
   List<Count> run(SparkSession spark) {
@@ -69,7 +72,8 @@ final class StateCensus implements Serializable {
     StateStoreProvider provider = StateStores.open(stateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     try {
-      ReadStateStore store = provider.getReadStore(version, ScalaBridge.none());
+      ReadStateStore store = provider.getReadStore(version,
+          StateStores.checkpointId(checkpointIds, spec, task.partition()));
       try {
         StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
         StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, partitions);

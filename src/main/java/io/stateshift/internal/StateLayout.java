@@ -30,7 +30,8 @@ import org.apache.spark.sql.internal.SQLConf;
  * provider and its conf, operators and the schema of every store.
  */
 record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, String provider,
-    List<StatefulOperator> operators, List<StoreSpec> stores, StateStoreConf storeConf) {
+    List<StatefulOperator> operators, List<StoreSpec> stores, StateStoreConf storeConf,
+    StateCheckpointIds checkpointIds) {
 
   static final String HDFS_PROVIDER =
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";
@@ -56,6 +57,11 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
 
   boolean rocksDb() {
     return provider.equals(ROCKSDB_PROVIDER);
+  }
+
+  /** True for state checkpoint format v2: versions are loaded and committed by unique id. */
+  boolean checkpointIdsEnabled() {
+    return checkpointIds != null;
   }
 
   String codec() {
@@ -143,11 +149,17 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
           "State store provider " + provider + " is not supported; stateshift repartitions the "
               + "HDFS-backed and RocksDB providers.");
     }
+    StateCheckpointIds checkpointIds = checkpoint.checkpointIds(committed);
+    if (checkpointIds != null) {
+      checkCheckpointIds(files, checkpointIds, operators, partitions, provider, committed);
+    }
     checkPartitionFolders(files, operators, partitions, committed + 1,
-        provider.equals(ROCKSDB_PROVIDER));
+        provider.equals(ROCKSDB_PROVIDER), checkpointIds);
     SQLConf sqlConf = ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf()
         .clone();
     conf.forEach(sqlConf::setConfString);
+    // Not in the offset log: the commit log tells the format, and the stores must use the same one.
+    sqlConf.setConfString(StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
     StateStoreConf storeConf =
         new StateStoreConf(sqlConf, scala.collection.immutable.Map$.MODULE$.empty());
     if (storeConf.rowChecksumEnabled() && !provider.equals(ROCKSDB_PROVIDER)) {
@@ -183,7 +195,33 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       }
     }
     return new StateLayout(checkpoint, committed, partitions, provider, operators, stores,
-        storeConf);
+        storeConf, checkpointIds);
+  }
+
+  /** Format v2 is RocksDB only, and the ids must cover every partition of every operator. */
+  private static void checkCheckpointIds(CheckpointFiles files, StateCheckpointIds ids,
+      List<StatefulOperator> operators, int partitions, String provider, long committed) {
+    if (!provider.equals(ROCKSDB_PROVIDER)) {
+      throw Checkpoint.corrupt(files, "commits/" + committed + " records state checkpoint ids "
+          + "(format v2), which only the RocksDB state store writes, but the offset log names "
+          + provider, RESTORE);
+    }
+    for (StatefulOperator op : operators) {
+      if (ids.partitionsOf(op.id()) != partitions) {
+        throw Checkpoint.corrupt(files, "commits/" + committed + " records state checkpoint ids "
+            + "for " + Math.max(0, ids.partitionsOf(op.id())) + " partitions of operator "
+            + op.id() + ", but the offset log records " + partitions + " partitions", RESTORE);
+      }
+      for (StatefulOperator.Store store : op.stores()) {
+        for (int p = 0; p < partitions; p++) {
+          if (ids.idOf(op.id(), p, store.name()) == null) {
+            throw Checkpoint.corrupt(files, "commits/" + committed + " records no state "
+                + "checkpoint id for operator " + op.id() + " partition " + p + " store "
+                + store.name(), RESTORE);
+          }
+        }
+      }
+    }
   }
 
   /** The join state format the checkpoint's offset log records, as Spark reads it back. */
@@ -215,7 +253,7 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
    * zip records. Damage found here is refused before anything is written.
    */
   private static void checkPartitionFolders(CheckpointFiles files, List<StatefulOperator> operators,
-      int partitions, long version, boolean rocksDb) {
+      int partitions, long version, boolean rocksDb, StateCheckpointIds checkpointIds) {
     for (StatefulOperator op : operators) {
       for (FileStatus child : files.list(files.path("state/" + op.id()))) {
         String name = child.getPath().getName();
@@ -233,7 +271,10 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
                 + "partition " + p + ")", RESTORE);
           }
           Map<String, Long> sizes = fileSizes(files, dir);
-          if (rocksDb) {
+          if (checkpointIds != null) {
+            checkRocksDbFilesById(files, dir, sizes, version,
+                checkpointIds.idOf(op.id(), p, store.name()));
+          } else if (rocksDb) {
             checkRocksDbFiles(files, dir, sizes, version);
           } else {
             checkChain(files, dir, sizes, HDFS_FILE, "snapshot", version);
@@ -294,12 +335,36 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     }
   }
 
+  /**
+   * Format v2: the committed version is the file named by its unique id, a snapshot or a changelog
+   * (whose header names the files it builds on; Spark follows that lineage when loading).
+   */
+  private static void checkRocksDbFilesById(CheckpointFiles files, String dir,
+      Map<String, Long> sizes, long version, String id) {
+    String zip = version + "_" + id + ".zip";
+    String changelog = version + "_" + id + ".changelog";
+    if (sizes.containsKey(zip)) {
+      checkNotEmpty(files, dir, zip, sizes);
+      checkZipFiles(files, dir, zip);
+    } else if (sizes.containsKey(changelog)) {
+      checkNotEmpty(files, dir, changelog, sizes);
+    } else {
+      throw Checkpoint.corrupt(files, dir + " has neither " + zip + " nor " + changelog
+          + ", the state of committed batch " + (version - 1) + " its commit log names", RESTORE);
+    }
+  }
+
   private static void checkRocksDbFiles(CheckpointFiles files, String dir, Map<String, Long> sizes,
       long version) {
     String zip = checkChain(files, dir, sizes, ROCKSDB_FILE, "zip", version);
     if (zip == null) {
       return; // changelog checkpointing, no snapshot yet: the changelogs hold all of the state
     }
+    checkZipFiles(files, dir, zip);
+  }
+
+  /** Every SST and log file a RocksDB version zip names is there, with the size it records. */
+  private static void checkZipFiles(CheckpointFiles files, String dir, String zip) {
     JsonNode metadata = rocksDbZipMetadata(files, dir + "/" + zip);
     Map<String, Map<String, Long>> listings = new HashMap<>();
     for (String[] kind : new String[][] {{"sstFiles", "dfsSstFileName", "SSTs"},
@@ -360,15 +425,22 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
 
   private static StateStoreColFamilySchema readSchema(CheckpointFiles files, StatefulOperator op,
       StatefulOperator.Store store) {
-    String schemaFile = StatefulOperator.storeDir(op.id(), 0, store.name()) + "/_metadata/schema";
+    return readSchema(files, op.id(), store.name());
+  }
+
+  /** The key and value schema of a store, from the schema file Spark wrote in partition 0. */
+  static StateStoreColFamilySchema readSchema(CheckpointFiles files, long operatorId,
+      String storeName) {
+    StatefulOperator.Store store = new StatefulOperator.Store(storeName, 0);
+    String schemaFile = StatefulOperator.storeDir(operatorId, 0, store.name()) + "/_metadata/schema";
     if (!files.exists(files.path(schemaFile))) {
-      throw Checkpoint.corrupt(files, "the state schema of operator " + op.id() + " store "
+      throw Checkpoint.corrupt(files, "the state schema of operator " + operatorId + " store "
           + store.name() + " (" + schemaFile + ") is missing", "Restore the checkpoint from a "
           + "backup. (Spark writes this file unless "
           + "spark.sql.streaming.stateStore.stateSchemaCheck is false; stateshift needs it to "
           + "place keys.)");
     }
-    StateStoreId id = new StateStoreId(files.path("state").toString(), op.id(), 0, store.name());
+    StateStoreId id = new StateStoreId(files.path("state").toString(), operatorId, 0, store.name());
     try {
       List<StateStoreColFamilySchema> schemas = ScalaBridge.javaList(
           new StateSchemaCompatibilityChecker(new StateStoreProviderId(id, UUID.randomUUID()),
@@ -377,7 +449,7 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       return schemas.stream().filter(s -> s.colFamilyName().equals("default")).findFirst()
           .orElseThrow(() -> new IllegalStateException("no default column family"));
     } catch (Exception e) { // Spark also throws checked exceptions here (EOFException, ...)
-      throw Checkpoint.corrupt(files, "the state schema of operator " + op.id() + " store "
+      throw Checkpoint.corrupt(files, "the state schema of operator " + operatorId + " store "
           + store.name() + " (" + schemaFile + ") cannot be read ("
           + (e.getMessage() == null ? e.getClass().getName() : e.getMessage()) + ")", RESTORE);
     }

@@ -40,8 +40,12 @@ import scala.Tuple2;
  */
 final class StateRedistributionJob implements Serializable {
 
-  /** Counts of one partition of one store, read or written. */
-  record PartitionCount(int slot, int partition, long rows, long bytes) implements Serializable {}
+  /**
+   * Counts of one partition of one store, read or written; for a written one under state
+   * checkpoint format v2, the unique id of the version it committed (else null).
+   */
+  record PartitionCount(int slot, int partition, long rows, long bytes, String checkpointId)
+      implements Serializable {}
 
   /** What the job moved, per store partition on each side. */
   record Outcome(List<PartitionCount> read, List<PartitionCount> written) {}
@@ -59,11 +63,15 @@ final class StateRedistributionJob implements Serializable {
   private final long writeBatchId;
   private final boolean rocksDb;
   private final String compressionCodec;
+  private final StateCheckpointIds readCheckpointIds;
+  private java.util.Set<Integer> verifyPlacementSlots = java.util.Set.of();
   private CollectionAccumulator<PartitionCount> readCounts;
 
   StateRedistributionJob(String liveStateRoot, String stagingRoot, StateStoreConf storeConf,
       Configuration hadoopConf, List<StoreSpec> stores, int oldPartitions, int newPartitions,
-      long lastCommittedBatch, boolean rocksDb, String compressionCodec) {
+      long lastCommittedBatch, boolean rocksDb, String compressionCodec,
+      StateCheckpointIds readCheckpointIds) {
+    this.readCheckpointIds = readCheckpointIds;
     this.liveStateRoot = liveStateRoot;
     this.stagingRoot = stagingRoot;
     this.storeConf = storeConf;
@@ -76,6 +84,16 @@ final class StateRedistributionJob implements Serializable {
     this.writeBatchId = lastCommittedBatch + 1;
     this.rocksDb = rocksDb;
     this.compressionCodec = compressionCodec;
+  }
+
+  /**
+   * Stores whose placement was derived rather than read from operator metadata: the read side
+   * checks that every key sits in the partition that placement gives it under the old count, and
+   * fails the job (changing nothing) on the first key that does not.
+   */
+  StateRedistributionJob verifyPlacementOf(java.util.Set<Integer> slots) {
+    this.verifyPlacementSlots = java.util.Set.copyOf(slots);
+    return this;
   }
 
   long writtenVersion() {
@@ -108,7 +126,8 @@ final class StateRedistributionJob implements Serializable {
     StoreSpec spec = stores.get(task.slot());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
-    ReadStateStore store = provider.getReadStore(readVersion, ScalaBridge.none());
+    ReadStateStore store = provider.getReadStore(readVersion,
+        StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> {
       rows.close();
@@ -116,6 +135,8 @@ final class StateRedistributionJob implements Serializable {
       provider.close();
     });
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
+        ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -127,7 +148,8 @@ final class StateRedistributionJob implements Serializable {
         boolean more = rows.hasNext();
         if (!more && !reported) {
           reported = true;
-          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes));
+          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes,
+              null));
         }
         return more;
       }
@@ -138,6 +160,11 @@ final class StateRedistributionJob implements Serializable {
           throw new NoSuchElementException();
         }
         UnsafeRowPair pair = rows.next();
+        if (oldPlacement != null && oldPlacement.partitionOf(pair.key()) != task.partition()) {
+          throw OperatorWithoutMetadata.refuse(new Path(liveStateRoot).getParent().toString(),
+              spec.operatorId(), "a key in its partition " + task.partition() + " is not placed "
+                  + "by its whole state key as derived from its state schema");
+        }
         byte[] record = StateRecords.pack(pair.key(), pair.value());
         count++;
         bytes += record.length - 4;
@@ -192,7 +219,7 @@ final class StateRedistributionJob implements Serializable {
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot write " + file + ": " + e.getMessage(), e);
     }
-    return new PartitionCount(spec.slot(), partition, rows, bytes);
+    return new PartitionCount(spec.slot(), partition, rows, bytes, null);
   }
 
   /** RocksDB through Spark's provider, loading an empty store so the commit is a full snapshot. */
@@ -202,6 +229,7 @@ final class StateRedistributionJob implements Serializable {
         storeConf, hadoopConf.value());
     long rows = 0;
     long bytes = 0;
+    String checkpointId;
     try {
       StateStore store = provider.getStore(writeBatchId, ScalaBridge.none(), false, true);
       try {
@@ -218,6 +246,9 @@ final class StateRedistributionJob implements Serializable {
           bytes += keyLength + valueLength;
         }
         store.commit();
+        // Format v2: the commit named the new version N_<id>.zip; the commit log must name it too.
+        checkpointId = storeConf.enableStateStoreCheckpointIds()
+            ? store.getStateStoreCheckpointInfo().stateStoreCkptId().get() : null;
       } finally {
         if (!store.hasCommitted()) {
           store.abort();
@@ -226,7 +257,7 @@ final class StateRedistributionJob implements Serializable {
     } finally {
       provider.close();
     }
-    return new PartitionCount(spec.slot(), partition, rows, bytes);
+    return new PartitionCount(spec.slot(), partition, rows, bytes, checkpointId);
   }
 
   /** Sends each record to the task of its (store, new partition), numbered in the record's key. */

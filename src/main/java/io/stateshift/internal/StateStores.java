@@ -39,6 +39,12 @@ final class StateStores {
         encoder, false, storeConf, new Configuration(hadoopConf), false, ScalaBridge.none());
   }
 
+  /** The unique id to load a version by under state checkpoint format v2; none under v1. */
+  static scala.Option<String> checkpointId(StateCheckpointIds ids, StoreSpec spec, int partition) {
+    return ids == null ? ScalaBridge.none()
+        : scala.Option.apply(ids.idOf(spec.operatorId(), partition, spec.storeName()));
+  }
+
   /**
    * Spark's own placement of a state key among {@code partitions}: the operator's partition key
    * (the whole key for aggregations, deduplication, flatMapGroupsWithState and a join's

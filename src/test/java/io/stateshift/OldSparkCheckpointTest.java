@@ -1,0 +1,234 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.stateshift.fixtures.OldSparkFixtures;
+import io.stateshift.fixtures.OldSparkFixtures.Query;
+import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.SparkTestSession;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Checkpoints written by Spark 3.5, 4.0 and 4.1 (committed fixtures, made by
+ * {@code fixtures/regenerate} with those versions from Maven Central), picked up by Spark 4.2:
+ * repartitioned, then continued over more input on 4.2; the whole output must equal the same query
+ * run on 4.2 without interruption over the same input. Spark 3.5 writes no operator metadata: the
+ * operator is derived from its state schema (see OperatorWithoutMetadata), and the placement the
+ * derivation implies is checked key by key while reading.
+ */
+class OldSparkCheckpointTest {
+  static final List<String> VERSIONS = List.of("3.5.8", "4.0.1", "4.1.1");
+  static final int MORE_FILES = 3;
+  private static final Map<Query, List<String>> ORACLES = new ConcurrentHashMap<>();
+
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  /** Every fixture once; per version, each provider is increased for one query, decreased for the other. */
+  static Stream<Arguments> fixtures() {
+    List<Arguments> out = new ArrayList<>();
+    for (String version : VERSIONS) {
+      out.add(Arguments.of(version, Query.WINDOWED_COUNT, "hdfs", 5));
+      out.add(Arguments.of(version, Query.WINDOWED_COUNT, "rocksdb", 2));
+      out.add(Arguments.of(version, Query.DEDUP, "hdfs", 2));
+      out.add(Arguments.of(version, Query.DEDUP, "rocksdb", 5));
+    }
+    return out.stream();
+  }
+
+  @ParameterizedTest(name = "Spark {0} {1} on {2}: 3 -> {3} partitions, continued on 4.2")
+  @MethodSource("fixtures")
+  void oldCheckpointIsRepartitionedAndContinuedOnSpark42(String version, Query query,
+      String provider, int to) throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture(version, query.folder(provider), input);
+    Path checkpoint = fixture.resolve("checkpoint");
+    Path sink = fixture.resolve("sink");
+    writeMoreInput(input);
+
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(to).execute();
+
+    assertThat(result.fromPartitions()).isEqualTo(OldSparkFixtures.PARTITIONS);
+    assertThat(result.stores()).allSatisfy(s -> {
+      assertThat(s.rowsRead()).isPositive();
+      assertThat(s.rowsWritten()).isEqualTo(s.rowsRead());
+    });
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+
+    StreamingQueryProgress[] progress =
+        OldSparkFixtures.runAvailable(spark, query, input, checkpoint, sink);
+
+    assertThat(progress).isNotEmpty();
+    for (StreamingQueryProgress p : progress) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        assertThat(op.numStateStoreInstances()).isEqualTo(to);
+      }
+    }
+    assertThat(OldSparkFixtures.sinkRows(spark, sink)).containsExactlyElementsOf(oracle(query));
+    // Spark 4.2 has written operator metadata by now, so its statestore source can check placement.
+    StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
+  }
+
+  /** Without a repartition, Spark 4.2 continues the old checkpoints too (the control case). */
+  @Test
+  void spark42ContinuesA35CheckpointUnchanged() throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture("3.5.8", Query.WINDOWED_COUNT.folder("rocksdb"), input);
+    writeMoreInput(input);
+    OldSparkFixtures.runAvailable(spark, Query.WINDOWED_COUNT, input,
+        fixture.resolve("checkpoint"), fixture.resolve("sink"));
+    assertThat(OldSparkFixtures.sinkRows(spark, fixture.resolve("sink")))
+        .containsExactlyElementsOf(oracle(Query.WINDOWED_COUNT));
+  }
+
+  /**
+   * A 3.5 checkpoint whose placement cannot be derived (here: a session-window key) is refused
+   * with the fix, and left unchanged.
+   */
+  @Test
+  void underivableOperatorWithoutMetadataIsRefusedWithTheFix() throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture("3.5.8", Query.WINDOWED_COUNT.folder("hdfs"), input);
+    Path checkpoint = fixture.resolve("checkpoint");
+    Path schema = checkpoint.resolve("state/0/0/_metadata/schema");
+    Files.write(schema, renameWindowColumn(Files.readAllBytes(schema)));
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(5).execute())
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("no operator metadata")
+        .hasMessageContaining("session_window")
+        .hasMessageContaining("Run the query for one batch on Spark 4.2")
+        .satisfies(e -> assertThat(((StateShiftException) e).reason().isBadInput()).isTrue());
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /**
+   * The derived placement is checked against the state itself: a 3.5 checkpoint whose keys do not
+   * sit where the whole-key hash puts them (here two partition folders swapped) is refused before
+   * anything changes.
+   */
+  @Test
+  void stateThatContradictsTheDerivedPlacementIsRefused() throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture("3.5.8", Query.DEDUP.folder("hdfs"), input);
+    Path checkpoint = fixture.resolve("checkpoint");
+    Path one = checkpoint.resolve("state/0/1");
+    Path two = checkpoint.resolve("state/0/2");
+    Path swap = checkpoint.resolve("state/0/swap");
+    Files.move(one, swap);
+    Files.move(two, one);
+    Files.move(swap, two);
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(5).execute())
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("is not placed by its whole state key")
+        .hasMessageContaining("Run the query for one batch on Spark 4.2");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /**
+   * The schema file is Spark's binary writeUTF format: renaming "window" to a same-length name
+   * keeps it valid. "window" (6) and "session_window" (14) differ, so rename "device" instead
+   * would not do; swap the whole key field name by rewriting its length-prefixed JSON string.
+   */
+  private static byte[] renameWindowColumn(byte[] schemaFile) {
+    String text = new String(schemaFile, java.nio.charset.StandardCharsets.ISO_8859_1);
+    int start = text.indexOf("{\"type\":\"struct\"");
+    int lengthAt = start - 2; // writeUTF: a 2-byte length before the JSON
+    int length = ((schemaFile[lengthAt] & 0xff) << 8) | (schemaFile[lengthAt + 1] & 0xff);
+    String json = text.substring(start, start + length);
+    String renamed = json.replaceFirst("\"name\":\"window\"", "\"name\":\"session_window\"");
+    byte[] head = java.util.Arrays.copyOfRange(schemaFile, 0, lengthAt);
+    byte[] tail = java.util.Arrays.copyOfRange(schemaFile, start + length, schemaFile.length);
+    byte[] body = renamed.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+    byte[] out = new byte[head.length + 2 + body.length + tail.length];
+    System.arraycopy(head, 0, out, 0, head.length);
+    out[head.length] = (byte) (body.length >> 8);
+    out[head.length + 1] = (byte) body.length;
+    System.arraycopy(body, 0, out, head.length + 2, body.length);
+    System.arraycopy(tail, 0, out, head.length + 2 + body.length, tail.length);
+    return out;
+  }
+
+  private void writeMoreInput(Path input) {
+    for (int i = OldSparkFixtures.FIXTURE_FILES; i < OldSparkFixtures.FIXTURE_FILES + MORE_FILES;
+        i++) {
+      OldSparkFixtures.writeEvents(input, i);
+    }
+    int flush = OldSparkFixtures.FIXTURE_FILES + MORE_FILES;
+    OldSparkFixtures.writeFlush(input, flush);
+    OldSparkFixtures.writeFlush(input, flush + 1);
+  }
+
+  /** Copies a committed fixture (and its version's input) into the test's folder. */
+  private Path copyFixture(String version, String folder, Path input) throws IOException {
+    Path root = Path.of("src/test/resources/old-checkpoints", version);
+    assertThat(root.resolve(folder)).as("fixture; run fixtures/regenerate").isDirectory();
+    copyTree(root.resolve("input"), input);
+    Path copy = tmp.resolve(folder);
+    copyTree(root.resolve(folder), copy);
+    OldSparkFixtures.relocate(copy, input);
+    return copy;
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> files = Files.walk(from)) {
+      for (Path p : files.toList()) {
+        Path target = to.resolve(from.relativize(p).toString());
+        try {
+          if (Files.isDirectory(p)) {
+            Files.createDirectories(target);
+          } else {
+            Files.copy(p, target);
+          }
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      }
+    }
+  }
+
+  /** The same query on Spark 4.2 over all the input, uninterrupted. */
+  private List<String> oracle(Query query) {
+    return ORACLES.computeIfAbsent(query, q -> {
+      try {
+        Path dir = tmp.resolve("oracle-" + q.name());
+        Path input = dir.resolve("input");
+        for (int i = 0; i < OldSparkFixtures.FIXTURE_FILES; i++) {
+          OldSparkFixtures.writeEvents(input, i);
+        }
+        writeMoreInput(input);
+        OldSparkFixtures.runAvailable(spark, q, input, dir.resolve("checkpoint"),
+            dir.resolve("sink"));
+        List<String> rows = OldSparkFixtures.sinkRows(spark, dir.resolve("sink"));
+        assertThat(rows).isNotEmpty();
+        return rows;
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+  }
+}
