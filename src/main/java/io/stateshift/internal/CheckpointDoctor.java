@@ -363,7 +363,7 @@ public final class CheckpointDoctor {
       if (rows >= settings.skewMinRows() && skew >= settings.skewRatio()) {
         add(Severity.WARNING, "STATE_SKEW", String.format("State of operator %d (%s) store %s is "
             + "skewed", store.operatorId(), store.operatorName(), store.storeName()),
-            String.format("largest partition %d holds %,d rows, %.1fx the mean of %,.0f (%d "
+            String.format("largest partition %d holds %,d rows, %.1fx the mean of %,.1f (%d "
                 + "partitions, %,d rows; threshold %.1fx)", hottest, max, skew, mean,
                 store.rows().length, rows, settings.skewRatio()),
             "Skew from few distinct keys evens out with more keys; skew from hot keys does not "
@@ -478,6 +478,9 @@ public final class CheckpointDoctor {
             continue;
           }
           long logOffset = offset.get("logOffset").asLong();
+          if (logOffset == previous) {
+            continue; // a no-data batch (Spark runs them to advance the watermark)
+          }
           if (previous != Long.MIN_VALUE) {
             long count = 0;
             for (long b = previous + 1; b <= logOffset; b++) {
@@ -499,9 +502,13 @@ public final class CheckpointDoctor {
           if (offset == null) {
             continue;
           }
-          ids.add(batches.get(i));
-          sizes.add(SourceLogs.kafkaOffsetsBetween(previous, offset));
+          long size = SourceLogs.kafkaOffsetsBetween(previous, offset);
           previous = offset;
+          if (size == 0 && i > 0) {
+            continue; // a no-data batch
+          }
+          ids.add(batches.get(i));
+          sizes.add(size);
         }
       } else {
         continue;
