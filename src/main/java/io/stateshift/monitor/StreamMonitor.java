@@ -48,8 +48,15 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
   private static final List<AlertCallback> GLOBAL_CALLBACKS = new CopyOnWriteArrayList<>();
   private static final int KEPT_ALERTS = 1000;
 
-  /** What handling one progress event cost, on Spark's listener thread. */
-  public record Overhead(long events, double meanMicros, double maxMicros) {}
+  /**
+   * What handling one progress event cost on Spark's listener thread: over all events, and the
+   * median and 95th percentile of the newest 1024 (the first event of a JVM pays for class
+   * loading; the percentiles show the steady state).
+   */
+  public record Overhead(long events, double meanMicros, double maxMicros, double p50Micros,
+      double p95Micros) {}
+
+  private final long[] recentNanos = new long[1024];
 
   private final MonitorSettings settings;
   private final List<AlertCallback> callbacks = new CopyOnWriteArrayList<>();
@@ -121,7 +128,13 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
   }
 
   public synchronized Overhead overhead() {
-    return new Overhead(events, events == 0 ? 0 : totalNanos / 1000.0 / events, maxNanos / 1000.0);
+    int n = (int) Math.min(events, recentNanos.length);
+    long[] sorted = java.util.Arrays.copyOf(recentNanos, n);
+    java.util.Arrays.sort(sorted);
+    double p50 = n == 0 ? 0 : sorted[n / 2] / 1000.0;
+    double p95 = n == 0 ? 0 : sorted[Math.min(n - 1, (int) Math.ceil(n * 0.95) - 1)] / 1000.0;
+    return new Overhead(events, events == 0 ? 0 : totalNanos / 1000.0 / events,
+        maxNanos / 1000.0, p50, p95);
   }
 
   @Override
@@ -159,6 +172,7 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
     }
     long nanos = System.nanoTime() - start;
     synchronized (this) {
+      recentNanos[(int) (events % recentNanos.length)] = nanos;
       events++;
       totalNanos += nanos;
       maxNanos = Math.max(maxNanos, nanos);

@@ -192,6 +192,41 @@ class DoctorTest {
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 
+  /**
+   * Two runs of one query alive at once leave no trace in the checkpoint itself (the loser of a
+   * log write fails), but the history shows both reporting progress: two runs' progress lines,
+   * interleaved in time, as two applications on one checkpoint would write them.
+   */
+  @Test
+  void twoRunsReportingAtOnceInTheHistory() throws Exception {
+    Path checkpoint = run(StatefulQueries.WINDOWED_COUNT, StateStores.HDFS.withPartitions(2), 2,
+        50, 10);
+    String queryId = new ObjectMapper().readTree(Files.readString(checkpoint.resolve("metadata")))
+        .get("id").asText();
+    Path history = tmp.resolve("history");
+    Files.createDirectories(history);
+    StringBuilder lines = new StringBuilder();
+    long start = 1_790_000_000_000L;
+    for (int i = 0; i < 6; i++) {
+      String run = i % 2 == 0 ? "run-a" : "run-b";
+      lines.append(String.format("{\"event\":\"progress\",\"triggerIntervalMs\":1000,"
+          + "\"progress\":{\"id\":\"%s\",\"runId\":\"%s\",\"batchId\":%d,"
+          + "\"timestamp\":\"%s\",\"numInputRows\":10,\"durationMs\":"
+          + "{\"triggerExecution\":200},\"stateOperators\":[]}}%n", queryId, run, i,
+          java.time.Instant.ofEpochMilli(start + i * 1000L)));
+    }
+    Files.writeString(history.resolve("runs.jsonl"), lines);
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+    DoctorReport report = StateShift.get(spark).doctor(checkpoint.toString()).cores(2)
+        .history(history.toString()).run();
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+    Finding shared = find(report, "SHARED_CHECKPOINT");
+    assertThat(shared.severity()).isEqualTo(Severity.ERROR);
+    assertThat(shared.evidence()).contains("run-a", "run-b");
+    assertThat(find(report, "BATCH_DURATION").evidence())
+        .contains("0 of 6 batches took longer than the 1000 ms trigger interval");
+  }
+
   @Test
   void notACheckpointIsBadInput() throws Exception {
     Files.createDirectories(tmp.resolve("empty"));
