@@ -7,10 +7,9 @@ import java.net.URI;
 import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RemoteIterator;
 
 /**
  * The backlog of a file source, which Spark 4.2 does not report: files in the input folder that
@@ -50,8 +49,12 @@ public final class FileBacklog {
     if (location.matches(".*[*?{\\[].*")) {
       return Optional.empty();
     }
-    return Optional.of(new FileBacklog(StreamIntrospection.checkpointFiles(checkpointRoot), index,
-        new Path(location)));
+    try {
+      return Optional.of(new FileBacklog(StreamIntrospection.checkpointFiles(checkpointRoot),
+          index, new Path(location)));
+    } catch (RuntimeException e) {
+      return Optional.empty(); // no session to resolve the checkpoint with: no file backlog
+    }
   }
 
   /** Measures the backlog after the batch whose end offset is {@code endOffsetJson}. */
@@ -66,24 +69,31 @@ public final class FileBacklog {
       readUpTo = logOffset;
     }
     FileSystem fs = input.getFileSystem(checkpoint.conf());
-    long files = 0;
-    long bytes = 0;
     if (!fs.exists(input)) {
       return new Outstanding(0, 0);
     }
-    RemoteIterator<LocatedFileStatus> it = fs.listFiles(input, true);
-    while (it.hasNext()) {
-      LocatedFileStatus status = it.next();
+    long[] counts = new long[2];
+    count(fs, input, counts);
+    return new Outstanding(counts[0], counts[1]);
+  }
+
+  /**
+   * Lists with listStatus, folder by folder: listFiles builds LocatedFileStatus objects, which on
+   * the local file system read each file's permissions by running a shell command per file.
+   */
+  private void count(FileSystem fs, Path dir, long[] counts) throws IOException {
+    for (FileStatus status : fs.listStatus(dir)) {
       String name = status.getPath().getName();
       if (name.startsWith(".") || name.startsWith("_")) {
         continue; // hidden and metadata files, which the file source skips too
       }
-      if (!taken.contains(status.getPath().toUri().getPath())) {
-        files++;
-        bytes += status.getLen();
+      if (status.isDirectory()) {
+        count(fs, status.getPath(), counts);
+      } else if (!taken.contains(status.getPath().toUri().getPath())) {
+        counts[0]++;
+        counts[1] += status.getLen();
       }
     }
-    return new Outstanding(files, bytes);
   }
 
   private static String pathOf(String uriString) {

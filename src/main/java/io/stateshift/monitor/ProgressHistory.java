@@ -14,9 +14,7 @@ import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RemoteIterator;
 
 /**
  * The progress history the monitor writes ({@code spark.stateshift.monitor.history}): one JSON
@@ -64,13 +62,7 @@ public final class ProgressHistory {
       if (status.isFile()) {
         files.add(path);
       } else {
-        RemoteIterator<LocatedFileStatus> it = fs.listFiles(path, true);
-        while (it.hasNext()) {
-          Path p = it.next().getPath();
-          if (p.getName().endsWith(".jsonl")) {
-            files.add(p);
-          }
-        }
+        collect(fs, path, files);
       }
       for (Path file : files) {
         String text;
@@ -89,6 +81,17 @@ public final class ProgressHistory {
     }
     out.sort(Comparator.comparingLong(Batch::timestampMs).thenComparingLong(Batch::batchId));
     return new ProgressHistory(List.copyOf(out));
+  }
+
+  /** The .jsonl files below a folder (listStatus: no per-file permission lookups). */
+  private static void collect(FileSystem fs, Path dir, List<Path> out) throws IOException {
+    for (FileStatus status : fs.listStatus(dir)) {
+      if (status.isDirectory()) {
+        collect(fs, status.getPath(), out);
+      } else if (status.getPath().getName().endsWith(".jsonl")) {
+        out.add(status.getPath());
+      }
+    }
   }
 
   /** One history line, or null when it is not a progress event (or is cut short). */

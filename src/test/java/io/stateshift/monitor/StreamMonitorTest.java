@@ -90,7 +90,7 @@ class StreamMonitorTest {
   private static void measureSteadyState(List<StreamingQueryListener.QueryProgressEvent> real,
       Path history) {
     StreamMonitor replay = new StreamMonitor(settings("history", history.toString()));
-    for (int round = 0; round < 300; round++) {
+    for (int round = 0; round < 100; round++) {
       for (StreamingQueryListener.QueryProgressEvent event : real) {
         replay.onQueryProgress(event);
       }

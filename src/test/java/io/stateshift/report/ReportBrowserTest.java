@@ -49,7 +49,7 @@ class ReportBrowserTest {
     Path history = tmp.resolve("history");
     Path checkpoint = tmp.resolve("checkpoint");
     StreamRun input = new StreamRun(spark, tmp.resolve("input"));
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 5; i++) {
       input.writeEvents(i, 200, 40);
     }
     StreamMonitor monitor = new StreamMonitor(MonitorSettings.defaultSettings()
@@ -69,7 +69,7 @@ class ReportBrowserTest {
       query.processAllAvailable();
       query.stop();
       long deadline = System.currentTimeMillis() + 10_000; // the listener runs asynchronously
-      while (historyBatches(history) < 6 && System.currentTimeMillis() < deadline) {
+      while (historyBatches(history) < 5 && System.currentTimeMillis() < deadline) {
         Thread.sleep(100);
       }
     } finally {
@@ -78,7 +78,7 @@ class ReportBrowserTest {
       conf.keySet().forEach(k -> spark.conf().unset(k));
     }
     int batches = historyBatches(history);
-    assertThat(batches).isGreaterThanOrEqualTo(6);
+    assertThat(batches).isGreaterThanOrEqualTo(5);
 
     Path page = tmp.resolve("report.html");
     int exit = new StateShiftCli(System.out, System.err).run(new String[] {"report",
