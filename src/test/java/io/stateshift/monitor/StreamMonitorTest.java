@@ -164,7 +164,7 @@ class StreamMonitorTest {
         })
         .option("checkpointLocation", tmp.resolve("checkpoint").toString())
         .start();
-    Alert alert = awaitAlert(AlertType.SLOW_BATCHES, 40_000);
+    Alert alert = awaitAlert(AlertType.SLOW_BATCHES, 180_000);
     assertThat(alert.queryName()).isEqualTo("slow_sink");
     assertThat(alert.message()).contains("3 batches in a row").contains("200 ms trigger interval");
 
@@ -189,7 +189,7 @@ class StreamMonitorTest {
         .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
         .option("checkpointLocation", tmp.resolve("checkpoint").toString())
         .start();
-    Alert alert = awaitAlert(AlertType.STATE_GROWTH, 60_000);
+    Alert alert = awaitAlert(AlertType.STATE_GROWTH, 180_000);
     assertThat(alert.message()).contains("operator 0 (dedupe)").contains("watermark");
 
     // The metrics, as Spark's metrics system (and so every configured sink) holds them.
@@ -263,7 +263,7 @@ class StreamMonitorTest {
           .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
           .option("checkpointLocation", tmp.resolve("checkpoint").toString())
           .start();
-      Alert alert = awaitAlert(AlertType.BACKLOG_GROWTH, 60_000);
+      Alert alert = awaitAlert(AlertType.BACKLOG_GROWTH, 180_000);
       assertThat(alert.message()).contains("grew for 3 batches in a row");
       Map<String, Metric> inSpark = MonitorMetrics.registeredInSpark();
       String outstanding = inSpark.keySet().stream()
@@ -296,7 +296,7 @@ class StreamMonitorTest {
         })
         .option("checkpointLocation", tmp.resolve("checkpoint").toString())
         .start();
-    Alert alert = awaitAlert(AlertType.QUERY_FAILED, 40_000);
+    Alert alert = awaitAlert(AlertType.QUERY_FAILED, 180_000);
     assertThat(alert.message()).contains("sink rejected batch 1");
     await(() -> !programmatic.isEmpty() && !RecordingCallback.RECEIVED.isEmpty(), 5_000,
         "both callbacks");
@@ -315,7 +315,7 @@ class StreamMonitorTest {
         .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
         .option("checkpointLocation", tmp.resolve("checkpoint").toString())
         .start();
-    Alert alert = awaitAlert(AlertType.QUERY_IDLE, 20_000);
+    Alert alert = awaitAlert(AlertType.QUERY_IDLE, 180_000);
     assertThat(alert.queryName()).isEqualTo("idle");
     assertThat(alert.message()).contains("idle timeout 1500 ms");
   }
