@@ -30,7 +30,7 @@ public record MonitorSettings(
     d.put("triggerIntervalMs", "");     // empty: the query's own ProcessingTime interval
     d.put("history", "");               // folder for the JSON-lines progress history; empty: none
     d.put("alertCallbacks", "");        // AlertCallback class names, comma-separated
-    d.put("fileBacklog", "true");       // measure file-source backlog by listing the input folder
+    d.put("fileBacklog", "false");      // measure file-source backlog by listing the input folder
     d.put("metrics", "true");           // publish through Spark's metrics system
     return Collections.unmodifiableMap(d);
   }

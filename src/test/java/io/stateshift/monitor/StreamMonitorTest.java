@@ -221,7 +221,7 @@ class StreamMonitorTest {
 
   @Test
   void growingFileBacklog() throws Exception {
-    attach(settings());
+    attach(settings("fileBacklog", "true"));
     List<StreamingQueryListener.QueryProgressEvent> seen = new CopyOnWriteArrayList<>();
     StreamingQueryListener recorder = new StreamingQueryListener() {
       @Override
