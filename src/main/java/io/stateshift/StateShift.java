@@ -40,6 +40,14 @@ public final class StateShift {
     return io.stateshift.internal.CheckpointVerifier.verify(spark, checkpointLocation);
   }
 
+  /**
+   * Checks a checkpoint against the production checklist (state store, state growth, partitions,
+   * source rate, checkpoint hygiene), read-only: {@code doctor(cp).cores(16).history(h).run()}.
+   */
+  public io.stateshift.doctor.Doctor doctor(String checkpointLocation) {
+    return new io.stateshift.doctor.Doctor(spark, checkpointLocation);
+  }
+
   /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */
   public CheckpointReport inspect(String checkpointLocation) {
     return io.stateshift.internal.CheckpointInspector.inspect(spark, checkpointLocation);

@@ -34,6 +34,11 @@ public final class StateShiftCli {
             Check key placement, row counts and state files; exit code 1 on any problem.
         inspect --checkpoint <path> [--json]
             Show batches, provider, operators, stores, rows and bytes per partition, and skew.
+        doctor --checkpoint <path> [--cores <n>] [--history <path>] [--json]
+            Check the checkpoint against the production checklist (read-only);
+            exit code 1 when a finding is an ERROR.
+        report --checkpoint <path> [--history <path>] [--cores <n>] --out <file.html>
+            Write a self-contained HTML page with charts and the doctor's findings.
         demo [--events <n>]
             Run the device-count demo end to end on the embedded Spark.
         classpath [--full]
@@ -89,10 +94,13 @@ public final class StateShiftCli {
           out.print(report);
           return report.ok() ? OK : FAILURE;
         });
+        case "doctor" -> withSpark(args, spark -> doctor(spark, args));
+        case "report" -> withSpark(args, spark -> report(spark, args));
         case "demo" -> withSpark(args, spark -> DeviceCountsDemo.run(spark,
             args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS), out));
         default -> throw new IllegalArgumentException("unknown command '" + args.command()
-            + "'; commands are repartition, rollback, verify, inspect, demo, classpath");
+            + "'; commands are repartition, rollback, verify, inspect, doctor, report, demo, "
+            + "classpath");
       };
     } catch (IllegalArgumentException e) {
       err.println("error: " + e.getMessage());
@@ -138,6 +146,35 @@ public final class StateShiftCli {
     } else {
       out.print(report);
     }
+    return OK;
+  }
+
+  private io.stateshift.doctor.DoctorReport diagnose(SparkSession spark, Arguments args) {
+    io.stateshift.doctor.Doctor doctor = StateShift.get(spark).doctor(args.required("checkpoint"))
+        .history(args.value("history", null));
+    if (args.has("cores")) {
+      doctor.cores(args.intValue("cores", -1));
+    }
+    return doctor.run();
+  }
+
+  private int doctor(SparkSession spark, Arguments args) {
+    io.stateshift.doctor.DoctorReport report = diagnose(spark, args);
+    out.print(args.flag("json") ? report.toJson() + "\n" : report.toString());
+    return report.exitCode() == 0 ? OK : FAILURE;
+  }
+
+  private int report(SparkSession spark, Arguments args) {
+    String target = args.required("out");
+    io.stateshift.doctor.DoctorReport report = diagnose(spark, args);
+    io.stateshift.monitor.ProgressHistory history = args.has("history")
+        ? io.stateshift.monitor.ProgressHistory.read(args.required("history"),
+            spark.sparkContext().hadoopConfiguration()).ofQuery(report.queryId())
+        : null;
+    java.nio.file.Path file = java.nio.file.Path.of(target).toAbsolutePath();
+    io.stateshift.report.HtmlReport.write(report, history, file);
+    out.printf("Wrote %s: %d batches of history, %d finding(s), worst %s.%n", file,
+        history == null ? 0 : history.batches().size(), report.findings().size(), report.worst());
     return OK;
   }
 

@@ -133,6 +133,31 @@ public final class OffsetLogEntry {
     return value == null ? null : value.asText();
   }
 
+  /**
+   * Each source's offset JSON in source order (the "sourceId:" prefix of v2 removed), or null for a
+   * source without an offset yet ("-").
+   */
+  public List<String> sourceOffsets() {
+    List<String> out = new ArrayList<>();
+    String[] lines = offsets.split("\n");
+    for (String line : lines) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      if (versionLine.equals("v2")) {
+        line = line.substring(line.indexOf(':') + 1);
+      }
+      out.add(line.equals("-") ? null : line);
+    }
+    return out;
+  }
+
+  /** When the batch was planned, in epoch milliseconds (0 when not recorded). */
+  public long batchTimestampMs() {
+    JsonNode value = metadata.get("batchTimestampMs");
+    return value == null ? 0 : value.asLong();
+  }
+
   public long batchWatermarkMs() {
     JsonNode value = metadata.get("batchWatermarkMs");
     return value == null ? 0 : value.asLong();

@@ -83,6 +83,19 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
    */
   static StateLayout read(SparkSession spark, Checkpoint checkpoint, boolean requireSupported,
       boolean allowPendingBatch) {
+    return read(spark, checkpoint, requireSupported, allowPendingBatch, false);
+  }
+
+  /**
+   * The layout as the doctor reads it: a pending batch is accepted and partition folders beyond
+   * the recorded count are left for the doctor to report instead of refusing the checkpoint.
+   */
+  static StateLayout readForDiagnosis(SparkSession spark, Checkpoint checkpoint) {
+    return read(spark, checkpoint, false, checkpoint.lastCommittedBatch() >= 0, true);
+  }
+
+  private static StateLayout read(SparkSession spark, Checkpoint checkpoint,
+      boolean requireSupported, boolean allowPendingBatch, boolean tolerateExtraFolders) {
     CheckpointFiles files = checkpoint.files();
     long committed = checkpoint.lastCommittedBatch();
     long planned = checkpoint.lastPlannedBatch();
@@ -154,7 +167,7 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       checkCheckpointIds(files, checkpointIds, operators, partitions, provider, committed);
     }
     checkPartitionFolders(files, operators, partitions, committed + 1,
-        provider.equals(ROCKSDB_PROVIDER), checkpointIds);
+        provider.equals(ROCKSDB_PROVIDER), checkpointIds, tolerateExtraFolders);
     SQLConf sqlConf = ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf()
         .clone();
     conf.forEach(sqlConf::setConfString);
@@ -253,9 +266,11 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
    * zip records. Damage found here is refused before anything is written.
    */
   private static void checkPartitionFolders(CheckpointFiles files, List<StatefulOperator> operators,
-      int partitions, long version, boolean rocksDb, StateCheckpointIds checkpointIds) {
+      int partitions, long version, boolean rocksDb, StateCheckpointIds checkpointIds,
+      boolean tolerateExtraFolders) {
     for (StatefulOperator op : operators) {
-      for (FileStatus child : files.list(files.path("state/" + op.id()))) {
+      for (FileStatus child : tolerateExtraFolders ? List.<FileStatus>of()
+          : files.list(files.path("state/" + op.id()))) {
         String name = child.getPath().getName();
         if (name.matches("\\d+") && Integer.parseInt(name) >= partitions) {
           throw Checkpoint.corrupt(files, "state/" + op.id() + "/" + name + " is a partition "

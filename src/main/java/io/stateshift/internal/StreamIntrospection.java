@@ -1,0 +1,40 @@
+package io.stateshift.internal;
+
+import java.util.Optional;
+import java.util.UUID;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger;
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
+
+/**
+ * What a listener cannot read from progress events: the trigger interval and checkpoint of a
+ * running query, looked up among the queries active in this Spark application.
+ */
+public final class StreamIntrospection {
+  /** A running query's trigger interval (0 when it has none) and resolved checkpoint. */
+  public record QueryInfo(long triggerIntervalMs, String checkpointRoot) {}
+
+  private StreamIntrospection() {}
+
+  public static Optional<QueryInfo> describe(UUID queryId) {
+    SparkSession session = SparkSession.getActiveSession().isDefined()
+        ? SparkSession.getActiveSession().get()
+        : SparkSession.getDefaultSession().isDefined() ? SparkSession.getDefaultSession().get()
+            : null;
+    if (!(session instanceof org.apache.spark.sql.classic.SparkSession classic)) {
+      return Optional.empty();
+    }
+    StreamExecution execution = classic.sharedState().activeStreamingQueries().get(queryId);
+    if (execution == null) {
+      return Optional.empty();
+    }
+    long interval = execution.trigger() instanceof ProcessingTimeTrigger t ? t.intervalMs() : 0;
+    return Optional.of(new QueryInfo(interval, execution.resolvedCheckpointRoot()));
+  }
+
+  /** The checkpoint files of a query, opened with the application's Hadoop conf. */
+  public static CheckpointFiles checkpointFiles(String checkpointRoot) {
+    return CheckpointFiles.at(checkpointRoot,
+        SparkSession.active().sparkContext().hadoopConfiguration());
+  }
+}

@@ -1,0 +1,152 @@
+package io.stateshift.report;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.cli.StateShiftCli;
+import io.stateshift.monitor.MonitorSettings;
+import io.stateshift.monitor.ProgressHistory;
+import io.stateshift.monitor.StreamMonitor;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.spark.api.java.function.VoidFunction2;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.Trigger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The report page in a real headless browser: a real query runs with the monitor writing its
+ * history, {@code stateshift report} writes the page, Chromium loads it from disk (no network)
+ * and the DOM it dumps after the page's script ran must hold every chart with one point per batch
+ * of the history and one bar per state partition.
+ */
+class ReportBrowserTest {
+  static final String CHROMIUM = "/usr/bin/chromium";
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  @Test
+  void chartsRenderInHeadlessChromium() throws Exception {
+    assertThat(new File(CHROMIUM)).as("Chromium is needed for this test; install it with "
+        + "`apt-get update && apt-get install -y chromium` (.ci/run does this)").exists();
+
+    Path history = tmp.resolve("history");
+    Path checkpoint = tmp.resolve("checkpoint");
+    StreamRun input = new StreamRun(spark, tmp.resolve("input"));
+    for (int i = 0; i < 5; i++) {
+      input.writeEvents(i, 200, 40);
+    }
+    StreamMonitor monitor = new StreamMonitor(MonitorSettings.defaultSettings()
+        .with("history", history.toString()).with("idleTimeoutMs", "0"));
+    spark.streams().addListener(monitor);
+    Map<String, String> conf = StateStores.ROCKSDB_CHANGELOG.withPartitions(3);
+    conf.forEach((k, v) -> spark.conf().set(k, v));
+    try {
+      StreamingQuery query = StatefulQueries.WINDOWED_COUNT.apply(spark.readStream()
+              .schema(StreamRun.EVENT_SCHEMA).option("maxFilesPerTrigger", 1)
+              .json(tmp.resolve("input").toString()))
+          .writeStream().queryName("report_demo").outputMode("append")
+          .trigger(Trigger.ProcessingTime(250))
+          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
+          .option("checkpointLocation", checkpoint.toString())
+          .start();
+      query.processAllAvailable();
+      query.stop();
+      long deadline = System.currentTimeMillis() + 10_000; // the listener runs asynchronously
+      while (historyBatches(history) < 5 && System.currentTimeMillis() < deadline) {
+        Thread.sleep(100);
+      }
+    } finally {
+      spark.streams().removeListener(monitor);
+      monitor.close();
+      conf.keySet().forEach(k -> spark.conf().unset(k));
+    }
+    int batches = historyBatches(history);
+    assertThat(batches).isGreaterThanOrEqualTo(5);
+
+    Path page = tmp.resolve("report.html");
+    int exit = new StateShiftCli(System.out, System.err).run(new String[] {"report",
+        "--checkpoint", checkpoint.toString(), "--history", history.toString(), "--cores", "2",
+        "--out", page.toString()});
+    assertThat(exit).isZero();
+    String html = Files.readString(page);
+    assertThat(html).as("self-contained: nothing loaded from elsewhere")
+        .doesNotContainPattern("(src|href)\\s*=|<link|url\\(|@import|fetch\\(|XMLHttpRequest");
+
+    String dom = dumpDom(page);
+    assertThat(dom).contains("data-rendered=\"true\"");
+    assertThat(countPoints(dom, "duration", "batch duration (ms)")).isEqualTo(batches);
+    assertThat(countPoints(dom, "rates", "input rows/s")).isEqualTo(batches);
+    assertThat(countPoints(dom, "rates", "processed rows/s")).isEqualTo(batches);
+    assertThat(countPoints(dom, "state", "operator 0:stateStoreSave")).isEqualTo(batches);
+    assertThat(chart(dom, "duration")).contains("trigger interval (ms)").contains("<polyline");
+    assertThat(count(chart(dom, "skew"), "class=\"bar\"")).isEqualTo(3);
+    assertThat(count(dom, "class=\"finding\"")).isPositive();
+    assertThat(dom).contains("PARTITIONS");
+  }
+
+  private int historyBatches(Path history) {
+    if (!Files.exists(history)) {
+      return 0;
+    }
+    return ProgressHistory.read(history.toString(), spark.sparkContext().hadoopConfiguration())
+        .batches().size();
+  }
+
+  /** Runs headless Chromium on the page and returns the DOM after its scripts ran. */
+  private String dumpDom(Path page) throws Exception {
+    Path profile = Files.createTempDirectory(tmp, "chromium-profile");
+    List<String> command = new ArrayList<>(List.of(CHROMIUM, "--headless", "--no-sandbox",
+        "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+        "--user-data-dir=" + profile, "--dump-dom", page.toUri().toString()));
+    Path out = tmp.resolve("dom.html");
+    Path err = tmp.resolve("chromium.log");
+    Process process = new ProcessBuilder(command).redirectOutput(out.toFile())
+        .redirectError(err.toFile()).start();
+    if (!process.waitFor(90, TimeUnit.SECONDS)) {
+      process.destroyForcibly();
+      throw new AssertionError("Chromium did not finish in 90 s: " + Files.readString(err));
+    }
+    String dom = Files.readString(out, StandardCharsets.UTF_8);
+    assertThat(dom).as("Chromium output; its log: %s", Files.readString(err)).contains("<svg");
+    return dom;
+  }
+
+  /** The markup of one chart's container, from its id to the next card. */
+  private static String chart(String dom, String id) {
+    int start = dom.indexOf("id=\"" + id + "\"");
+    assertThat(start).as("chart " + id).isPositive();
+    int end = dom.indexOf("class=\"card\"", start);
+    return dom.substring(start, end < 0 ? dom.length() : end);
+  }
+
+  private static int countPoints(String dom, String chartId, String series) {
+    return count(chart(dom, chartId), "class=\"pt\" data-series=\"" + series + "\"");
+  }
+
+  private static int count(String text, String needle) {
+    Matcher m = Pattern.compile(Pattern.quote(needle)).matcher(text);
+    int n = 0;
+    while (m.find()) {
+      n++;
+    }
+    return n;
+  }
+}
