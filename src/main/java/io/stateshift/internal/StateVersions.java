@@ -35,7 +35,8 @@ final class StateVersions {
     CheckpointFiles files = layout.checkpoint().files();
     for (long version : versions) {
       List<StateCensus.Count> counts = new StateCensus(files.path("state").toString(),
-          layout.storeConf(), files.conf(), layout.stores(), layout.partitions(), version)
+          layout.storeConf(), files.conf(), layout.stores(), layout.partitions(), version,
+          layout.checkpoint().checkpointIds(version - 1)) // v2: the ids batch version-1 committed
           .run(spark);
       Map<String, Long> rows = new LinkedHashMap<>();
       for (StoreSpec spec : layout.stores()) {
