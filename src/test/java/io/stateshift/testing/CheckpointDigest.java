@@ -15,6 +15,7 @@ public final class CheckpointDigest {
   private CheckpointDigest() {}
 
   public static Map<String, String> of(Path root) {
+    awaitQueryEvents();
     Map<String, String> out = new TreeMap<>();
     try (Stream<Path> paths = Files.walk(root)) {
       for (Path p : (Iterable<Path>) paths::iterator) {
@@ -32,5 +33,21 @@ public final class CheckpointDigest {
       throw new IllegalStateException(e);
     }
     return out;
+  }
+
+  /**
+   * A query started with StateShiftExtensions deletes its lease file when its termination event is
+   * delivered, which Spark does asynchronously: wait for queued events, so a digest taken right
+   * after a query stopped sees the settled checkpoint.
+   */
+  private static void awaitQueryEvents() {
+    org.apache.spark.sql.SparkSession.getDefaultSession().foreach(session -> {
+      try {
+        session.sparkContext().listenerBus().waitUntilEmpty();
+      } catch (java.util.concurrent.TimeoutException e) {
+        throw new IllegalStateException(e);
+      }
+      return null;
+    });
   }
 }
