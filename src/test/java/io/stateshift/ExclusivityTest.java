@@ -138,7 +138,7 @@ class ExclusivityTest {
     CheckpointFiles files = CheckpointFiles.at(checkpoint().toString(),
         spark.sparkContext().hadoopConfiguration());
     Map<String, String> before;
-    try (CheckpointLock held = CheckpointLock.acquire(files, "repartition to 8", 60_000)) {
+    try (CheckpointLock held = CheckpointLock.acquire(files, "repartition to 8", 600_000)) {
       before = CheckpointDigest.of(checkpoint());
       assertThatThrownBy(() -> run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint(),
           sink(), StateStores.HDFS.withPartitions(4)))

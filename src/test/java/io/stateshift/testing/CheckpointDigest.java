@@ -35,18 +35,10 @@ public final class CheckpointDigest {
     return out;
   }
 
-  /**
-   * A query started with StateShiftExtensions deletes its lease file when its termination event is
-   * delivered, which Spark does asynchronously: wait for queued events, so a digest taken right
-   * after a query stopped sees the settled checkpoint.
-   */
+  /** See {@link StreamRun#awaitQueryEvents}: a digest must see the settled checkpoint. */
   private static void awaitQueryEvents() {
     org.apache.spark.sql.SparkSession.getDefaultSession().foreach(session -> {
-      try {
-        session.sparkContext().listenerBus().waitUntilEmpty();
-      } catch (java.util.concurrent.TimeoutException e) {
-        throw new IllegalStateException(e);
-      }
+      StreamRun.awaitQueryEvents(session);
       return null;
     });
   }

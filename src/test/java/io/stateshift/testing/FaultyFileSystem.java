@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.DelegateToFileSystem;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
@@ -144,6 +145,35 @@ public class FaultyFileSystem extends RawLocalFileSystem {
   @Override
   public boolean delete(Path p, boolean recursive) throws IOException {
     return mutating("delete", p, () -> super.delete(p, recursive));
+  }
+
+  // The local file statuses read permissions through java.io.File, which wants a file: URI.
+
+  @Override
+  public FileStatus getFileStatus(Path f) throws IOException {
+    return plain(super.getFileStatus(f));
+  }
+
+  @Override
+  public FileStatus getFileLinkStatus(Path f) throws IOException {
+    return plain(super.getFileLinkStatus(f));
+  }
+
+  @Override
+  public FileStatus[] listStatus(Path f) throws IOException {
+    FileStatus[] statuses = super.listStatus(f);
+    FileStatus[] out = new FileStatus[statuses.length];
+    for (int i = 0; i < statuses.length; i++) {
+      out[i] = plain(statuses[i]);
+    }
+    return out;
+  }
+
+  private static FileStatus plain(FileStatus s) {
+    return new FileStatus(s.getLen(), s.isDirectory(), 1, s.getBlockSize(),
+        s.getModificationTime(), s.getAccessTime(),
+        s.isDirectory() ? FsPermission.getDirDefault() : FsPermission.getFileDefault(),
+        "stateshift", "stateshift", s.getPath());
   }
 
   /** The same file system for Hadoop's FileContext API. */
