@@ -60,6 +60,7 @@ class CrashSafetyTest {
 
   /** The current case's folder (dynamic tests share one instance, so not a @TempDir). */
   private Path tmp;
+  private long caseStarted;
 
   static Stream<Arguments> killPoints() {
     List<Arguments> out = new ArrayList<>();
@@ -82,6 +83,7 @@ class CrashSafetyTest {
         .isEqualTo(137);
     Thread.sleep(LOCK_LEASE_MS + 100); // the dead holder's lock expires
     restartAndCheck(run, store, FINISHED_BY_RECOVERY.contains(point) ? TO : FROM);
+    passed("SIGKILL at " + point + " on " + store);
   }
 
   /**
@@ -115,6 +117,7 @@ class CrashSafetyTest {
     run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint(), tmp.resolve("sink"), conf);
     assertThat(run.sinkRows(tmp.resolve("sink"), StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
+    passed("SIGKILL at " + point + " on " + store + ", on-demand at query start");
   }
 
   static Stream<Arguments> onDemandKillPoints() {
@@ -207,6 +210,13 @@ class CrashSafetyTest {
     }
     Thread.sleep(LOCK_LEASE_MS + 100); // a lock whose deletion failed expires
     restartAndCheck(run, store, switched ? TO : FROM);
+    passed("I/O error on " + store + " at " + failed + (error == null ? " (swallowed)" : ""));
+  }
+
+  /** One line per passed case in the test output: the class runs long, this shows how far. */
+  private void passed(String testCase) {
+    System.err.printf("CrashSafetyTest passed (%s s): %s%n",
+        (System.currentTimeMillis() - caseStarted) / 1000, testCase);
   }
 
   private static List<String> killedAt(String point) {
@@ -225,6 +235,7 @@ class CrashSafetyTest {
    */
   private StreamRun caseFrom(StateStores store) throws IOException {
     Path base = base(store);
+    caseStarted = System.currentTimeMillis();
     tmp = Files.createTempDirectory(shared, "case");
     copyTree(base.resolve("checkpoint"), checkpoint());
     copyTree(base.resolve("sink"), tmp.resolve("sink"));
