@@ -15,6 +15,7 @@ public final class RepartitionState {
   private Integer partitions;
   private Consumer<String> progress = message -> {};
   private String backupTo;
+  private boolean assumeStopped;
 
   RepartitionState(SparkSession spark, String checkpointLocation) {
     if (checkpointLocation == null || checkpointLocation.isBlank()) {
@@ -50,6 +51,17 @@ public final class RepartitionState {
     return this;
   }
 
+  /**
+   * Declares that no query runs on the checkpoint. Without it, a checkpoint whose offset or commit
+   * log was written within the last two minutes is refused, as a query running without
+   * StateShiftExtensions (which holds no lease) may still be writing it. A query holding the lease
+   * is refused either way.
+   */
+  public RepartitionState assumeStopped() {
+    this.assumeStopped = true;
+    return this;
+  }
+
   public RepartitionPlan plan() {
     return runner().plan();
   }
@@ -64,6 +76,7 @@ public final class RepartitionState {
           "No partition count given: call toPartitions(n) before plan() or execute().");
     }
     return new RepartitionRunner(spark, checkpointLocation, partitions, progress)
-        .backupTo(backupTo);
+        .backupTo(backupTo)
+        .assumeStopped(assumeStopped);
   }
 }

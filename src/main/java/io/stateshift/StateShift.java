@@ -29,7 +29,16 @@ public final class StateShift {
    * the new layout. Returns the plan that was undone.
    */
   public RepartitionPlan rollbackRepartition(String checkpointLocation) {
-    return io.stateshift.internal.RollbackAction.run(spark, checkpointLocation);
+    return rollbackRepartition(checkpointLocation, false);
+  }
+
+  /**
+   * The same; with {@code assumeStopped}, a checkpoint whose logs were written within the last two
+   * minutes is not taken as a sign of a query still running on it (see {@link
+   * RepartitionState#assumeStopped()}).
+   */
+  public RepartitionPlan rollbackRepartition(String checkpointLocation, boolean assumeStopped) {
+    return io.stateshift.internal.RollbackAction.run(spark, checkpointLocation, assumeStopped);
   }
 
   /**

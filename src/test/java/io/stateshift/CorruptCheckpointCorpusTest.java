@@ -81,6 +81,7 @@ class CorruptCheckpointCorpusTest {
         .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
         .start();
     stateless.awaitTermination();
+    StreamRun.awaitQueryEvents(spark); // the query's lease file is gone before copies are made
 
     for (Path checkpoint : List.of(hdfsCheckpoint, rocksDbCheckpoint, statelessCheckpoint)) {
       assertThat(checkpoint.resolve("offsets/" + LAST)).isRegularFile();

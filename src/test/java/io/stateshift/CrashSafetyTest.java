@@ -1,62 +1,73 @@
 package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.internal.FailPoints;
 import io.stateshift.testing.ChildJvm;
+import io.stateshift.testing.FaultyFileSystem;
+import io.stateshift.testing.RunningQueryMain;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Crash safety: a repartition killed with SIGKILL (in a separate JVM) or failed by an I/O error at
- * each of its write steps leaves a checkpoint that starts exactly as before or exactly as after;
- * the restarted query's output equals the uninterrupted oracle, and a second repartition to
- * completion is correct as well.
+ * Crash safety: a repartition killed with SIGKILL (in a separate JVM) at each of its write steps,
+ * or failed by an I/O error of the file system at each step, leaves a checkpoint that starts
+ * exactly as before or exactly as after; the restarted query's output equals the uninterrupted
+ * oracle, and a second repartition to completion is correct as well.
+ *
+ * <p>Set-up is shared to keep the class fast: the input files, the oracle and one checkpoint per
+ * state store (two batches, {@link #FROM} partitions) are built once and copied for each case.
  */
 class CrashSafetyTest {
   static final int FROM = 5;
   static final int TO = 3;
   static final int AGAIN = 6;
+  /** Lock lease of the killed repartitions: a dead holder's lock is gone this soon. */
+  static final long LOCK_LEASE_MS = 1500;
   /** Points after which the attempt is finished by recovery; before them it is undone. */
   static final Set<String> FINISHED_BY_RECOVERY = Set.of("journal-switching", "offsets",
       "publish-first-file", "published", "commit", "journal-finalizing", "metadata-v1",
       "retired", "history");
+
+  @TempDir static Path shared;
+  private static Path template;
   private static List<String> oracle;
+  private static final Map<StateStores, Path> BASE = new EnumMap<>(StateStores.class);
 
   private final SparkSession spark = SparkTestSession.get();
 
-  @TempDir Path tmp;
+  /** The current case's folder (dynamic tests share one instance, so not a @TempDir). */
+  private Path tmp;
+  private long caseStarted;
 
   static Stream<Arguments> killPoints() {
     List<Arguments> out = new ArrayList<>();
-    for (String point : FailPoints.ALL) {
-      out.add(Arguments.of(StateStores.ROCKSDB_CHANGELOG, point));
-    }
-    for (String point : List.of("staging-task", "offsets", "publish-first-file", "commit")) {
-      out.add(Arguments.of(StateStores.HDFS, point));
-    }
-    return out.stream();
-  }
-
-  static Stream<Arguments> ioErrorPoints() {
-    List<Arguments> out = new ArrayList<>();
-    for (String point : FailPoints.ALL) {
-      out.add(Arguments.of(StateStores.HDFS, point));
+    for (StateStores store : List.of(StateStores.ROCKSDB_CHANGELOG, StateStores.HDFS)) {
+      for (String point : FailPoints.ALL) {
+        out.add(Arguments.of(store, point));
+      }
     }
     return out.stream();
   }
@@ -64,42 +75,194 @@ class CrashSafetyTest {
   @ParameterizedTest(name = "SIGKILL at {1} on {0}")
   @MethodSource("killPoints")
   void killedAtAnyWriteStep(StateStores store, String point) throws Exception {
-    StreamRun run = firstPart(store);
-    Path checkpoint = tmp.resolve("checkpoint");
-    int exit = ChildJvm.runCli(tmp.resolve("child.log"),
-        List.of("-D" + FailPoints.PROPERTY + "=" + point, "-Dstateshift.lockLeaseMs=1500"),
-        "repartition", "--checkpoint", checkpoint.toString(), "--partitions",
-        Integer.toString(TO));
+    StreamRun run = caseFrom(store);
+    int exit = ChildJvm.runCli(tmp.resolve("child.log"), killedAt(point),
+        "repartition", "--checkpoint", checkpoint().toString(), "--partitions",
+        Integer.toString(TO), "--assume-stopped");
     assertThat(exit).as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
         .isEqualTo(137);
-    Thread.sleep(1600); // the dead holder's lease expires
-    restartAndCheck(run, store, point);
+    Thread.sleep(LOCK_LEASE_MS + 100); // the dead holder's lock expires
+    restartAndCheck(run, store, FINISHED_BY_RECOVERY.contains(point) ? TO : FROM);
+    passed("SIGKILL at " + point + " on " + store);
   }
 
-  @ParameterizedTest(name = "I/O error at {1} on {0}")
-  @MethodSource("ioErrorPoints")
-  void failedByAnIoErrorAtAnyWriteStep(StateStores store, String point) throws Exception {
-    StreamRun run = firstPart(store);
-    Path checkpoint = tmp.resolve("checkpoint");
-    System.setProperty(FailPoints.PROPERTY, point);
-    System.setProperty(FailPoints.MODE_PROPERTY, "io");
-    try {
-      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-          .toPartitions(TO).execute()).hasStackTraceContaining("injected I/O error at " + point);
-    } finally {
-      System.clearProperty(FailPoints.PROPERTY);
-      System.clearProperty(FailPoints.MODE_PROPERTY);
+  /**
+   * The on-demand path: a query starting with {@code spark.sql.streaming.stateStore.partitions}
+   * set is killed while it repartitions; started again with the same setting, it ends up with the
+   * new count and the oracle's output.
+   */
+  @ParameterizedTest(name = "SIGKILL at {1} on {0}, on-demand at query start")
+  @MethodSource("onDemandKillPoints")
+  void killedWhileRepartitioningAtQueryStart(StateStores store, String point) throws Exception {
+    StreamRun run = caseFrom(store);
+    addInput(2);
+    Process child = ChildJvm.start(tmp.resolve("child.log"), killedAt(point),
+        RunningQueryMain.class.getName(), input().toString(),
+        checkpoint().toString(), tmp.resolve("sink").toString(), store.name(), "7", "true",
+        "availableNow", Integer.toString(TO), tmp.resolve("marker").toString(), "0");
+    assertThat(child.waitFor(5, java.util.concurrent.TimeUnit.MINUTES)).isTrue();
+    assertThat(child.exitValue()).as("exit code; log: %s",
+        Files.readString(tmp.resolve("child.log"))).isEqualTo(137);
+    Thread.sleep(LOCK_LEASE_MS + 100);
+
+    Map<String, String> conf = new LinkedHashMap<>(store.withPartitions(7));
+    conf.put(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(TO));
+    List<StreamingQueryProgress> restarted = run.runAvailable(StatefulQueries.WINDOWED_COUNT,
+        checkpoint(), tmp.resolve("sink"), conf);
+    assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) TO);
+    assertThat(StateShift.get(spark).verify(checkpoint().toString()).problems()).isEmpty();
+    addInput(3);
+    addInput(4);
+    addInput(5);
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint(), tmp.resolve("sink"), conf);
+    assertThat(run.sinkRows(tmp.resolve("sink"), StatefulQueries.WINDOWED_COUNT))
+        .containsExactlyElementsOf(oracle());
+    passed("SIGKILL at " + point + " on " + store + ", on-demand at query start");
+  }
+
+  static Stream<Arguments> onDemandKillPoints() {
+    return Stream.of(Arguments.of(StateStores.HDFS, "staging-task"),
+        Arguments.of(StateStores.ROCKSDB_CHANGELOG, "published"));
+  }
+
+  /**
+   * I/O errors from the file system: one run through {@link FaultyFileSystem} records every
+   * mutating file operation, grouped into the protocol's steps by its fail point names; then, for
+   * each step, a fresh copy is repartitioned with its first operation failing, and its last one
+   * for the single-threaded steps. On RocksDB only the staging steps are failed: they are where
+   * its provider writes; the steps after staging run the same code for both stores.
+   */
+  @TestFactory
+  Stream<DynamicTest> failedByAnIoErrorAtAnyWriteStep() throws Exception {
+    FaultyFileSystem.register(spark.sparkContext().hadoopConfiguration());
+    List<DynamicTest> tests = new ArrayList<>();
+    for (StateStores store : List.of(StateStores.HDFS, StateStores.ROCKSDB_CHANGELOG)) {
+      Map<String, List<FaultyFileSystem.Operation>> steps = recordSteps(store);
+      steps.forEach((step, operations) -> {
+        // Staging tasks run in parallel, so only a step's first operation is the same every run.
+        boolean staging = step.equals("journal-staging") || step.equals("staging-task");
+        List<Integer> indexes = new ArrayList<>();
+        if (store == StateStores.HDFS || staging) {
+          indexes.add(0);
+        }
+        if (store == StateStores.HDFS && !staging && operations.size() > 1) {
+          indexes.add(operations.size() - 1);
+        }
+        for (int index : indexes) {
+          FaultyFileSystem.Operation op = operations.get(index);
+          tests.add(DynamicTest.dynamicTest("I/O error on " + store + " in step " + step + ": "
+              + op.kind() + " " + relative(op.path()), () -> failOnce(store, step, index)));
+        }
+      });
     }
-    restartAndCheck(run, store, point);
+    return tests.stream();
   }
 
-  private StreamRun firstPart(StateStores store) {
-    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
-    run.writeEvents(0, 200, 30);
-    run.writeEvents(1, 200, 30);
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("checkpoint"), tmp.resolve("sink"),
-        store.withPartitions(FROM));
-    return run;
+  /** Runs one repartition through the faulty file system and groups its operations by step. */
+  private Map<String, List<FaultyFileSystem.Operation>> recordSteps(StateStores store)
+      throws IOException {
+    caseFrom(store);
+    FaultyFileSystem.reset(true);
+    FailPoints.observe(FaultyFileSystem::step);
+    try {
+      StateShift.get(spark).repartitionState(FaultyFileSystem.uriOf(checkpoint()))
+          .toPartitions(TO).assumeStopped().execute();
+    } finally {
+      FailPoints.observe(null);
+    }
+    Map<String, List<FaultyFileSystem.Operation>> steps = new LinkedHashMap<>();
+    for (FaultyFileSystem.Operation op : FaultyFileSystem.recorded()) {
+      steps.computeIfAbsent(op.step(), s -> new ArrayList<>()).add(op);
+    }
+    assertThat(steps.keySet()).as("steps with file operations")
+        .contains("start", "locked", "journal-staging", "staged", "journal-switching",
+            "journal-finalizing");
+    return steps;
+  }
+
+  private void failOnce(StateStores store, String step, int index) throws Exception {
+    StreamRun run = caseFrom(store);
+    FaultyFileSystem.reset(false);
+    FaultyFileSystem.failAt(step, index);
+    FailPoints.observe(FaultyFileSystem::step);
+    System.setProperty("stateshift.lockLeaseMs", Long.toString(LOCK_LEASE_MS));
+    RuntimeException error = null;
+    try {
+      StateShift.get(spark).repartitionState(FaultyFileSystem.uriOf(checkpoint()))
+          .toPartitions(TO).assumeStopped().execute();
+    } catch (RuntimeException e) {
+      error = e;
+    } finally {
+      FailPoints.observe(null);
+      System.clearProperty("stateshift.lockLeaseMs");
+    }
+    FaultyFileSystem.Operation failed = FaultyFileSystem.failed();
+    assertThat(failed).as("the chosen operation ran and failed").isNotNull();
+    boolean switched = FINISHED_BY_RECOVERY.contains(step);
+    if (error == null) {
+      // Only a best-effort clean-up (a temporary file, the lock at the very end) may fail silently.
+      assertThat(failed.kind()).isEqualTo("delete");
+      switched = true;
+    } else {
+      assertThat(error).isInstanceOf(StateShiftException.class)
+          .hasMessageContaining(checkpoint().getFileName().toString())
+          .hasStackTraceContaining("injected I/O error");
+    }
+    Thread.sleep(LOCK_LEASE_MS + 100); // a lock whose deletion failed expires
+    restartAndCheck(run, store, switched ? TO : FROM);
+    passed("I/O error on " + store + " at " + failed + (error == null ? " (swallowed)" : ""));
+  }
+
+  /** One line per passed case in the test output: the class runs long, this shows how far. */
+  private void passed(String testCase) {
+    System.err.printf("CrashSafetyTest passed (%s s): %s%n",
+        (System.currentTimeMillis() - caseStarted) / 1000, testCase);
+  }
+
+  private static List<String> killedAt(String point) {
+    return List.of("-D" + FailPoints.PROPERTY + "=" + point,
+        "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS);
+  }
+
+  private Path checkpoint() {
+    return tmp.resolve("checkpoint");
+  }
+
+  /**
+   * A case's own copy of the store's base checkpoint and sink. The input folder is the same for
+   * every case (the file source's log names its files by absolute path), reset to the first two
+   * files; cases run one after another.
+   */
+  private StreamRun caseFrom(StateStores store) throws IOException {
+    Path base = base(store);
+    caseStarted = System.currentTimeMillis();
+    tmp = Files.createTempDirectory(shared, "case");
+    copyTree(base.resolve("checkpoint"), checkpoint());
+    copyTree(base.resolve("sink"), tmp.resolve("sink"));
+    resetInput();
+    return new StreamRun(spark, input());
+  }
+
+  private static Path input() {
+    return shared.resolve("input");
+  }
+
+  private static void resetInput() throws IOException {
+    if (Files.exists(input())) {
+      try (Stream<Path> files = Files.list(input())) {
+        for (Path file : (Iterable<Path>) files::iterator) {
+          Files.delete(file);
+        }
+      }
+    }
+    addInput(0);
+    addInput(1);
+  }
+
+  private static void addInput(int index) throws IOException {
+    String name = String.format("events-%04d.json", index);
+    Files.createDirectories(input());
+    Files.copy(template.resolve(name), input().resolve(name));
   }
 
   /**
@@ -107,47 +270,81 @@ class CrashSafetyTest {
    * finishes or undoes the interrupted attempt; then repartitions again to completion; then checks
    * the whole output against the uninterrupted oracle.
    */
-  private void restartAndCheck(StreamRun run, StateStores store, String point) {
-    Path checkpoint = tmp.resolve("checkpoint");
+  private void restartAndCheck(StreamRun run, StateStores store, int expected) throws IOException {
     Path sink = tmp.resolve("sink");
-    run.writeEvents(2, 200, 30);
-    List<StreamingQueryProgress> restarted =
-        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
-    int expected = FINISHED_BY_RECOVERY.contains(point) ? TO : FROM;
-    assertThat(StreamRun.stateInstances(restarted))
-        .as("state partitions after a crash at %s", point)
+    addInput(2);
+    List<StreamingQueryProgress> restarted = run.runAvailable(StatefulQueries.WINDOWED_COUNT,
+        checkpoint(), sink, store.withPartitions(7));
+    assertThat(StreamRun.stateInstances(restarted)).as("state partitions after the restart")
         .containsOnly((long) expected);
-    assertThat(tmp.resolve("checkpoint/_stateshift/journal")).doesNotExist();
+    assertThat(checkpoint().resolve("_stateshift/journal")).doesNotExist();
 
     int next = expected == TO ? AGAIN : TO;
-    RepartitionResult again = StateShift.get(spark).repartitionState(checkpoint.toString())
+    RepartitionResult again = StateShift.get(spark).repartitionState(checkpoint().toString())
         .toPartitions(next).execute();
     assertThat(again.toPartitions()).isEqualTo(next);
-    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
-    run.writeEvents(3, 200, 30);
-    run.writeFlush(4);
-    List<StreamingQueryProgress> last =
-        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
+    assertThat(StateShift.get(spark).verify(checkpoint().toString()).problems()).isEmpty();
+    addInput(3);
+    addInput(4);
+    addInput(5);
+    List<StreamingQueryProgress> last = run.runAvailable(StatefulQueries.WINDOWED_COUNT,
+        checkpoint(), sink, store.withPartitions(7));
     assertThat(StreamRun.stateInstances(last)).containsOnly((long) next);
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
   }
 
-  private List<String> oracle() {
-    synchronized (CrashSafetyTest.class) {
-      if (oracle == null) {
-        Path dir = tmp.resolve("oracle");
-        StreamRun run = new StreamRun(spark, dir.resolve("input"));
-        for (int i = 0; i < 4; i++) {
-          run.writeEvents(i, 200, 30);
-        }
-        run.writeFlush(4);
-        run.runAvailable(StatefulQueries.WINDOWED_COUNT, dir.resolve("checkpoint"),
-            dir.resolve("sink"), StateStores.HDFS.withPartitions(2));
-        oracle = run.sinkRows(dir.resolve("sink"), StatefulQueries.WINDOWED_COUNT);
-        assertThat(oracle).isNotEmpty();
+  /** The input files (four slices of events and two flush files) and the oracle, built once. */
+  private synchronized List<String> oracle() {
+    if (oracle == null) {
+      Path dir = shared.resolve("oracle");
+      StreamRun run = new StreamRun(spark, dir.resolve("input"));
+      for (int i = 0; i < 4; i++) {
+        run.writeEvents(i, 200, 30);
       }
-      return oracle;
+      run.writeFlush(4);
+      run.runAvailable(StatefulQueries.WINDOWED_COUNT, dir.resolve("checkpoint"),
+          dir.resolve("sink"), StateStores.HDFS.withPartitions(2));
+      oracle = run.sinkRows(dir.resolve("sink"), StatefulQueries.WINDOWED_COUNT);
+      template = dir.resolve("input");
+      assertThat(oracle).isNotEmpty();
+    }
+    return oracle;
+  }
+
+  /** The store's checkpoint after the first two input files, with {@link #FROM} partitions. */
+  private synchronized Path base(StateStores store) throws IOException {
+    oracle();
+    Path base = BASE.get(store);
+    if (base == null) {
+      base = shared.resolve("base-" + store);
+      resetInput();
+      new StreamRun(spark, input()).runAvailable(StatefulQueries.WINDOWED_COUNT,
+          base.resolve("checkpoint"), base.resolve("sink"), store.withPartitions(FROM));
+      BASE.put(store, base);
+    }
+    return base;
+  }
+
+  private String relative(String path) {
+    int at = path.indexOf("/checkpoint/");
+    return at < 0 ? path : path.substring(at + "/checkpoint/".length());
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> walk = Files.walk(from)) {
+      walk.forEach(p -> {
+        try {
+          Path target = to.resolve(from.relativize(p).toString());
+          if (Files.isDirectory(p)) {
+            Files.createDirectories(target);
+          } else {
+            Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
+          }
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      });
     }
   }
 }

@@ -27,9 +27,13 @@ public final class StateShiftCli {
 
       commands:
         repartition --checkpoint <path> --partitions <n> [--dry-run] [--backup-to <path>]
+                    [--assume-stopped]
             Redistribute the state of a stopped query into n partitions.
-        rollback --checkpoint <path>
+        rollback --checkpoint <path> [--assume-stopped]
             Restore the layout before the last repartition (if no batch has run since).
+        --assume-stopped: the query is known to be stopped; skip the refusal of a checkpoint
+            whose logs were written in the last 2 minutes (a lease held by a running query
+            started with StateShiftExtensions still refuses).
         verify --checkpoint <path>
             Check key placement, row counts and state files; exit code 1 on any problem.
         inspect --checkpoint <path> [--json]
@@ -84,7 +88,7 @@ public final class StateShiftCli {
         case "inspect" -> withSpark(args, spark -> inspect(spark, args));
         case "rollback" -> withSpark(args, spark -> {
           RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(
-              args.required("checkpoint"));
+              args.required("checkpoint"), args.flag("assume-stopped"));
           out.printf("Rolled back the repartition of batch %d: %s is back to %d partitions.%n",
               undone.repartitionBatch(), undone.checkpoint(), undone.toPartitions());
           return OK;
@@ -128,6 +132,9 @@ public final class StateShiftCli {
     }
     action.toPartitions(partitions).onProgress(message -> err.println("  " + message))
         .backupTo(args.value("backup-to", null));
+    if (args.flag("assume-stopped")) {
+      action.assumeStopped();
+    }
     if (args.flag("dry-run")) {
       RepartitionPlan plan = action.plan();
       out.print(plan);
@@ -218,8 +225,8 @@ public final class StateShiftCli {
 
   /** Parsed arguments: a command, --key value options (repeatable) and --flags. */
   record Arguments(String command, java.util.Map<String, List<String>> options) {
-    private static final java.util.Set<String> FLAGS = java.util.Set.of("dry-run", "json", "help",
-        "full");
+    private static final java.util.Set<String> FLAGS = java.util.Set.of("assume-stopped", "dry-run", "json",
+        "help", "full");
 
     static Arguments parse(String[] argv) {
       String command = null;

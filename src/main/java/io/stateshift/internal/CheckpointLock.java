@@ -17,7 +17,9 @@ import org.apache.hadoop.fs.Path;
  * An exclusive lease on a checkpoint, held as the file {@code _stateshift/lock}, created only if
  * absent (atomic on HDFS and object stores with conditional create). The holder renews the lease
  * every third of its length; a holder that died stops renewing, and once the lease has expired the
- * next caller takes it over, so a crash never blocks the checkpoint for longer than one lease.
+ * next caller takes it over, so a crash never blocks the checkpoint for longer than one lease
+ * (60 s by default, {@code -Dstateshift.lockLeaseMs}). A query starting with StateShiftExtensions
+ * is refused while the lock is held (see {@link QueryLease}).
  */
 public final class CheckpointLock implements AutoCloseable {
   public static final long DEFAULT_LEASE_MS = 60_000;
@@ -86,6 +88,21 @@ public final class CheckpointLock implements AutoCloseable {
   }
 
   private Lease readLease() {
+    return read(files, path);
+  }
+
+  /** The holder of the lock, if it is held and its lease has not expired. */
+  static java.util.Optional<Lease> liveHolder(CheckpointFiles files) {
+    Path path = files.path(RepartitionJournal.DIR + "/lock");
+    if (!files.exists(path)) {
+      return java.util.Optional.empty();
+    }
+    Lease held = read(files, path);
+    return held != null && held.expiresAtMs() > System.currentTimeMillis()
+        ? java.util.Optional.of(held) : java.util.Optional.empty();
+  }
+
+  private static Lease read(CheckpointFiles files, Path path) {
     try {
       return JSON.readValue(files.readText(path), Lease.class);
     } catch (Exception e) {

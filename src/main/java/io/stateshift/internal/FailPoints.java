@@ -1,17 +1,16 @@
 package io.stateshift.internal;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 
 /**
  * Named points between the write steps of a repartition, where tests stop the process the hard way
- * ({@code -Dstateshift.failpoint=<name>}: SIGKILL, as a crash or an evicted container would) or
- * make the step fail with an I/O error ({@code -Dstateshift.failpoint.mode=io}). Without the
- * property every point is a no-op.
+ * ({@code -Dstateshift.failpoint=<name>}: SIGKILL, as a crash or an evicted container would). Tests
+ * that fail single file system operations use the names to group the operations into steps
+ * ({@link #observe}). Without the property and an observer every point is a no-op.
  */
 public final class FailPoints {
   public static final String PROPERTY = "stateshift.failpoint";
-  public static final String MODE_PROPERTY = "stateshift.failpoint.mode";
+  private static volatile java.util.function.Consumer<String> observer;
 
   /** Every point, in the order a repartition reaches them. */
   public static final java.util.List<String> ALL = java.util.List.of(
@@ -21,13 +20,19 @@ public final class FailPoints {
 
   private FailPoints() {}
 
+  /** Tells {@code listener} each point reached, in this JVM; null stops it. For tests. */
+  public static void observe(java.util.function.Consumer<String> listener) {
+    observer = listener;
+  }
+
   static void reached(String name) {
+    java.util.function.Consumer<String> listening = observer;
+    if (listening != null) {
+      listening.accept(name);
+    }
     String armed = System.getProperty(PROPERTY);
     if (armed == null || !armed.equals(name)) {
       return;
-    }
-    if ("io".equals(System.getProperty(MODE_PROPERTY))) {
-      throw new UncheckedIOException(new IOException("injected I/O error at " + name));
     }
     System.err.println("stateshift: failpoint " + name + " reached, killing the process");
     System.err.flush();

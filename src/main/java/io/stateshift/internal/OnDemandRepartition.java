@@ -66,6 +66,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     try {
       CheckpointFiles files = CheckpointFiles.at(execution.resolvedCheckpointRoot(),
           session.sparkContext().hadoopConfiguration());
+      // Held while the query runs, so repartitions in other processes see it (released at the end).
+      QueryLease.take(files, event.id(), event.runId(), execution::isActive);
       if (wanted == null || wanted.isBlank()) {
         // Not asked to repartition, but never start on a half-switched layout.
         new RepartitionRunner(session, files.root().toString(), 1,
@@ -104,8 +106,10 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       }
       repartition(event, files, partitions, -1);
     } catch (StateShiftException e) {
+      QueryLease.release(event.runId());
       throw new QueryStartRefused(e);
     } catch (RuntimeException e) {
+      QueryLease.release(event.runId());
       throw new QueryStartRefused(new StateShiftException(Reason.FAILED,
           "On-demand repartition failed: " + e.getMessage(), e));
     }
@@ -157,6 +161,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   @Override
   public void onQueryTerminated(QueryTerminatedEvent event) {
     unreported.remove(event.runId());
+    QueryLease.release(event.runId());
   }
 
   /**

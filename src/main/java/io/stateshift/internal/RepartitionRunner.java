@@ -19,14 +19,12 @@ import java.util.function.Consumer;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper;
 import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker;
 import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.internal.SQLConf;
-import org.apache.spark.sql.streaming.StreamingQuery;
 
 /**
  * Carries out a repartition with a protocol that never leaves a checkpoint Spark cannot start:
@@ -53,6 +51,16 @@ public final class RepartitionRunner {
 
   private final UUID startingQuery;
   private String backupTo;
+  private boolean assumeStopped;
+
+  /**
+   * Skips the guess that a query without StateShiftExtensions may still be running (its logs were
+   * written recently); for a user who knows the query is stopped. A held query lease still refuses.
+   */
+  public RepartitionRunner assumeStopped(boolean stopped) {
+    this.assumeStopped = stopped;
+    return this;
+  }
 
   /** Keeps the partition folders a decrease drops under this location instead of the checkpoint. */
   public RepartitionRunner backupTo(String location) {
@@ -100,8 +108,8 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       validate(checkpoint); // refuse bad input before the first write, the lock included
     }
-    refuseIfQueryActive();
     try (CheckpointLock lock = CheckpointLock.acquire(files, "repartition to " + target)) {
+      refuseIfQueryRunning();
       Optional<String> recovered = Optional.empty();
       if (pending.isPresent()) {
         recovered = Optional.of(recover(pending.get()));
@@ -124,44 +132,81 @@ public final class RepartitionRunner {
       RepartitionPlan plan = planOf(layout, recovered);
       phases.put("validate", System.currentTimeMillis() - started);
 
-      long phaseStart = System.currentTimeMillis();
-      FailPoints.reached("locked");
-      RepartitionJournal journal = RepartitionJournal.start(layout.partitions(), target,
-          layout.lastCommitted(), backupTo);
-      journal.save(files);
-      FailPoints.reached("journal-staging");
-      StateRedistributionJob.Outcome outcome;
-      String newCommit;
       try {
-        outcome = stage(layout, journal);
-        newCommit = newCommitText(layout, outcome);
-      } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
-        undo(journal);
-        throw classifyFailure(e);
+        return writeNewLayout(checkpoint, layout, plan, phases, started);
+      } catch (RuntimeException e) {
+        throw interrupted(e);
       }
-      FailPoints.reached("staged");
-      List<RepartitionResult.StoreMove> moves = summarize(layout, outcome);
-      Map<String, Long> rowsBefore = new LinkedHashMap<>();
-      moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
-      phases.put("stage", System.currentTimeMillis() - phaseStart);
-
-      phaseStart = System.currentTimeMillis();
-      journal = journal.withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint),
-              newCommit).withPhase(RepartitionJournal.Phase.SWITCHING);
-      journal.save(files);
-      FailPoints.reached("journal-switching");
-      switchLayout(checkpoint, journal);
-      phases.put("switch", System.currentTimeMillis() - phaseStart);
-
-      phaseStart = System.currentTimeMillis();
-      journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
-      journal.save(files);
-      FailPoints.reached("journal-finalizing");
-      finalizeLayout(Checkpoint.load(files), journal);
-      phases.put("finalize", System.currentTimeMillis() - phaseStart);
-      return new RepartitionResult(plan, moves, phases, journal.newBatch(),
-          System.currentTimeMillis() - started);
     }
+  }
+
+  /** Steps 3 to 6 of docs/protocol.md: journal, stage, switch, finalize. */
+  private RepartitionResult writeNewLayout(Checkpoint checkpoint, StateLayout layout,
+      RepartitionPlan plan, Map<String, Long> phases, long started) {
+    long phaseStart = System.currentTimeMillis();
+    FailPoints.reached("locked");
+    RepartitionJournal journal = RepartitionJournal.start(layout.partitions(), target,
+        layout.lastCommitted(), backupTo);
+    journal.save(files);
+    FailPoints.reached("journal-staging");
+    StateRedistributionJob.Outcome outcome;
+    String newCommit;
+    try {
+      outcome = stage(layout, journal);
+      newCommit = newCommitText(layout, outcome);
+    } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+      undo(journal);
+      throw classifyFailure(e);
+    }
+    FailPoints.reached("staged");
+    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome);
+    Map<String, Long> rowsBefore = new LinkedHashMap<>();
+    moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
+    phases.put("stage", System.currentTimeMillis() - phaseStart);
+
+    phaseStart = System.currentTimeMillis();
+    journal = journal.withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint),
+            newCommit).withPhase(RepartitionJournal.Phase.SWITCHING);
+    journal.save(files);
+    FailPoints.reached("journal-switching");
+    switchLayout(checkpoint, journal);
+    phases.put("switch", System.currentTimeMillis() - phaseStart);
+
+    phaseStart = System.currentTimeMillis();
+    journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
+    journal.save(files);
+    FailPoints.reached("journal-finalizing");
+    finalizeLayout(Checkpoint.load(files), journal);
+    phases.put("finalize", System.currentTimeMillis() - phaseStart);
+    return new RepartitionResult(plan, moves, phases, journal.newBatch(),
+        System.currentTimeMillis() - started);
+  }
+
+  /**
+   * An I/O error (or any other) after the lock was taken, as a clear error that says where the
+   * checkpoint stands, read from the journal, and how to go on.
+   */
+  private StateShiftException interrupted(RuntimeException e) {
+    if (e instanceof StateShiftException sse) {
+      return sse;
+    }
+    Optional<RepartitionJournal> journal;
+    try {
+      journal = RepartitionJournal.read(files);
+    } catch (RuntimeException unreadable) {
+      journal = Optional.empty();
+    }
+    String where = journal.isEmpty()
+        ? "The checkpoint was not changed."
+        : journal.get().phase() == RepartitionJournal.Phase.STAGING
+            ? "The checkpoint still starts with " + journal.get().fromPartitions()
+                + " partitions; running the same repartition again (or starting the query with "
+                + "StateShiftExtensions) removes the unfinished attempt first."
+            : "The switch to " + journal.get().toPartitions() + " partitions had begun (phase "
+                + journal.get().phase() + "); run the same repartition again, or start the query "
+                + "with StateShiftExtensions, to finish it.";
+    return new StateShiftException(Reason.FAILED, "Repartitioning " + files.root()
+        + " failed: " + e.getMessage() + ". " + where, e);
   }
 
   /**
@@ -173,8 +218,8 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       return Optional.empty();
     }
-    refuseIfQueryActive();
     try (CheckpointLock lock = CheckpointLock.acquire(files, "recover an interrupted attempt")) {
+      refuseIfQueryRunning();
       return Optional.of(recover(pending.get()));
     }
   }
@@ -204,20 +249,10 @@ public final class RepartitionRunner {
         layout.lastCommitted() + 1, ops, interrupted);
   }
 
-  private void refuseIfQueryActive() {
-    for (StreamingQuery query : spark.streams().active()) {
-      if (query.id().equals(startingQuery)) {
-        continue;
-      }
-      if (query instanceof StreamingQueryWrapper wrapper) {
-        Path running = new Path(wrapper.streamingQuery().resolvedCheckpointRoot());
-        if (files.root().equals(running)) {
-          throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
-              "Query " + query.id() + " is running on checkpoint " + files.root() + ". Stop it "
-                  + "(query.stop()) before repartitioning.");
-        }
-      }
-    }
+  /** Runs with the lock held: a query starting from now on sees the lock and is refused. */
+  private void refuseIfQueryRunning() {
+    RunningQueryCheck.refuseIfRunning(spark, files, startingQuery, assumeStopped,
+        "repartition its state");
   }
 
   // ---- phase STAGING ----

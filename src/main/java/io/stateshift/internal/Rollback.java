@@ -23,7 +23,8 @@ public final class Rollback {
   }
 
   /** Rolls back the newest repartition of the checkpoint; returns what it undid. */
-  public static RepartitionJournal run(CheckpointFiles files, Consumer<String> progress) {
+  public static RepartitionJournal run(org.apache.spark.sql.SparkSession spark,
+      CheckpointFiles files, boolean assumeStopped, Consumer<String> progress) {
     Checkpoint checkpoint = Checkpoint.load(files);
     if (RepartitionJournal.read(files).isPresent()) {
       throw new StateShiftException(Reason.INTERRUPTED_REPARTITION,
@@ -48,6 +49,8 @@ public final class Rollback {
           + "repartition committed batch " + last.newBatch());
     }
     try (CheckpointLock lock = CheckpointLock.acquire(files, "rollback")) {
+      RunningQueryCheck.refuseIfRunning(spark, files, null, assumeStopped,
+          "roll back its repartition");
       RepartitionJournal journal = last.withPhase(RepartitionJournal.Phase.ROLLING_BACK);
       journal.save(files);
       new Rollback(files, progress).finish(journal);

@@ -9,10 +9,11 @@ import org.apache.spark.sql.SparkSession;
 public final class RollbackAction {
   private RollbackAction() {}
 
-  public static RepartitionPlan run(SparkSession spark, String checkpointLocation) {
+  public static RepartitionPlan run(SparkSession spark, String checkpointLocation,
+      boolean assumeStopped) {
     CheckpointFiles files =
         CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
-    RepartitionJournal undone = Rollback.run(files, message -> {});
+    RepartitionJournal undone = Rollback.run(spark, files, assumeStopped, message -> {});
     Checkpoint checkpoint = Checkpoint.load(files);
     return new RepartitionPlan(files.root().toString(), checkpoint.queryId(), "",
         undone.toPartitions(), undone.fromPartitions(), checkpoint.lastCommittedBatch(),

@@ -15,6 +15,7 @@ public final class CheckpointDigest {
   private CheckpointDigest() {}
 
   public static Map<String, String> of(Path root) {
+    awaitQueryEvents();
     Map<String, String> out = new TreeMap<>();
     try (Stream<Path> paths = Files.walk(root)) {
       for (Path p : (Iterable<Path>) paths::iterator) {
@@ -32,5 +33,13 @@ public final class CheckpointDigest {
       throw new IllegalStateException(e);
     }
     return out;
+  }
+
+  /** See {@link StreamRun#awaitQueryEvents}: a digest must see the settled checkpoint. */
+  private static void awaitQueryEvents() {
+    org.apache.spark.sql.SparkSession.getDefaultSession().foreach(session -> {
+      StreamRun.awaitQueryEvents(session);
+      return null;
+    });
   }
 }

@@ -13,24 +13,41 @@ public final class ChildJvm {
   /** Runs the CLI with extra system properties; returns the exit code (137 when SIGKILLed). */
   public static int runCli(Path log, List<String> systemProperties, String... args)
       throws Exception {
-    List<String> command = new ArrayList<>();
-    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.add("@" + Path.of(System.getProperty("user.dir"), "spark-jvm.options"));
-    command.add("-Xmx1g");
-    command.addAll(systemProperties);
-    command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
-    command.add("io.stateshift.cli.StateShiftCli");
-    command.addAll(List.of(args));
-    Process process = new ProcessBuilder(command)
-        .redirectErrorStream(true)
-        .redirectOutput(log.toFile())
-        .start();
+    return run(log, systemProperties, "io.stateshift.cli.StateShiftCli", args);
+  }
+
+  /** Runs a main class of the test class path to its end; returns the exit code. */
+  public static int run(Path log, List<String> systemProperties, String mainClass,
+      String... args) throws Exception {
+    Process process = start(log, systemProperties, mainClass, args);
     if (!process.waitFor(5, TimeUnit.MINUTES)) {
       process.destroyForcibly();
       throw new IllegalStateException("child JVM did not finish; see " + log);
     }
     return process.exitValue();
+  }
+
+  /**
+   * Starts a main class of the test class path in a new JVM, output to {@code log}. The JIT is
+   * limited to its first tier: these JVMs live for seconds, and start-up dominates.
+   */
+  public static Process start(Path log, List<String> systemProperties, String mainClass,
+      String... args) throws Exception {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add("@" + Path.of(System.getProperty("user.dir"), "spark-jvm.options"));
+    command.add("-Xmx1g");
+    command.add("-XX:TieredStopAtLevel=1");
+    command.add("-XX:+UseSerialGC");
+    command.addAll(systemProperties);
+    command.add("-cp");
+    command.add(System.getProperty("java.class.path"));
+    command.add(mainClass);
+    command.addAll(List.of(args));
+    return new ProcessBuilder(command)
+        .redirectErrorStream(true)
+        .redirectOutput(log.toFile())
+        .start();
   }
 
   public static String classPathSeparator() {

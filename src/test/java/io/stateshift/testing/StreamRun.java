@@ -112,11 +112,25 @@ public final class StreamRun {
               batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
           .start();
       running.awaitTermination();
+      awaitQueryEvents(spark);
       return List.of(running.recentProgress());
     } catch (StreamingQueryException | java.util.concurrent.TimeoutException e) {
       throw new IllegalStateException(e);
     } finally {
       sessionConf.keySet().forEach(k -> spark.conf().unset(k));
+    }
+  }
+
+  /**
+   * Waits until Spark has delivered the queued listener events. A query started with
+   * StateShiftExtensions deletes its lease file when its termination event is delivered, which
+   * happens asynchronously: after this, the checkpoint of a stopped query is settled.
+   */
+  public static void awaitQueryEvents(SparkSession spark) {
+    try {
+      spark.sparkContext().listenerBus().waitUntilEmpty();
+    } catch (java.util.concurrent.TimeoutException e) {
+      throw new IllegalStateException(e);
     }
   }
 
