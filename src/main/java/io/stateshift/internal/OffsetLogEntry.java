@@ -138,10 +138,17 @@ public final class OffsetLogEntry {
     return value == null ? 0 : value.asLong();
   }
 
-  /** The same entry with another partition count; everything else, offsets included, unchanged. */
+  /**
+   * The same entry with another partition count; everything else, offsets included, unchanged,
+   * except that strict distribution is recorded as on: the repartitioned state sits where the
+   * operator's full partition key puts it, and only strict distribution makes the restarted query
+   * place its new rows the same way (without it, a query may place aggregation, dedup, session
+   * window and flatMapGroupsWithState rows by a subset of the key, SPARK-38204).
+   */
   OffsetLogEntry withShufflePartitions(int partitions) {
     ObjectNode copy = metadata.deepCopy();
     ((ObjectNode) copy.get("conf")).put(SHUFFLE_PARTITIONS, Integer.toString(partitions));
+    ((ObjectNode) copy.get("conf")).put(STRICT_DISTRIBUTION, "true");
     return new OffsetLogEntry(versionLine, copy, offsets);
   }
 

@@ -5,9 +5,12 @@ import io.stateshift.StateShiftException.Reason;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Deduplicate;
 import org.apache.spark.sql.catalyst.plans.logical.DeduplicateWithinWatermark;
+import org.apache.spark.sql.catalyst.plans.logical.FlatMapGroupsWithState;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.types.StructField;
 import scala.runtime.BoxedUnit;
@@ -25,11 +28,19 @@ final class QueryShapeCheck {
     boolean[] unknown = {false};
     plan.foreach((scala.Function1<LogicalPlan, BoxedUnit>) node -> {
       if (node instanceof Aggregate a && a.isStreaming()) {
-        query.add("stateStoreSave" + types(ScalaBridge.javaList(a.groupingExpressions())));
+        List<Expression> grouping = ScalaBridge.javaList(a.groupingExpressions());
+        query.add(grouping.stream().anyMatch(QueryShapeCheck::isSessionWindow)
+            ? StateLayout.SESSION_WINDOW // its key adds the session window to the grouping keys
+            : "stateStoreSave" + types(grouping));
       } else if (node instanceof Deduplicate d && d.isStreaming()) {
         query.add("dedupe" + types(ScalaBridge.javaList(d.keys())));
       } else if (node instanceof DeduplicateWithinWatermark d && d.isStreaming()) {
         query.add("dedupeWithinWatermark" + types(ScalaBridge.javaList(d.keys())));
+      } else if (node instanceof FlatMapGroupsWithState f && f.isStreaming()) {
+        query.add(StateLayout.FLAT_MAP_GROUPS_WITH_STATE
+            + types(ScalaBridge.javaList(f.groupingAttributes())));
+      } else if (node instanceof Join j && j.left().isStreaming() && j.right().isStreaming()) {
+        query.add(StateLayout.JOIN); // its keys come from the join condition, checked by Spark
       } else if (node.isStreaming() && isOtherStateful(node)) {
         unknown[0] = true;
       }
@@ -39,7 +50,17 @@ final class QueryShapeCheck {
       return; // operators this version does not repartition are refused by the layout check
     }
     List<String> checkpoint = new ArrayList<>();
+    long lastOperator = -1;
     for (StoreSpec store : layout.stores()) {
+      if (store.operatorId() == lastOperator) {
+        continue; // one entry per operator: a join has four stores
+      }
+      lastOperator = store.operatorId();
+      if (store.operatorName().equals(StateLayout.SESSION_WINDOW)
+          || store.operatorName().equals(StateLayout.JOIN)) {
+        checkpoint.add(store.operatorName());
+        continue;
+      }
       List<String> keyTypes = new ArrayList<>();
       for (StructField field : store.keySchema().fields()) {
         keyTypes.add(field.dataType().catalogString());
@@ -58,10 +79,17 @@ final class QueryShapeCheck {
     }
   }
 
+  private static boolean isSessionWindow(Expression e) {
+    return e instanceof NamedExpression n && n.metadata().contains(SESSION_WINDOW_MARKER);
+  }
+
+  /** SessionWindow.marker: the analyzer tags the session window column with it. */
+  private static final String SESSION_WINDOW_MARKER = "spark.sessionWindow";
+
   private static boolean isOtherStateful(LogicalPlan node) {
     String name = node.getClass().getSimpleName();
-    return name.equals("Join") || name.startsWith("FlatMapGroups")
-        || name.startsWith("TransformWithState") || name.equals("GlobalLimit");
+    return name.startsWith("FlatMapGroups") || name.startsWith("TransformWithState")
+        || name.equals("GlobalLimit") || name.startsWith("FlatMapCoGroups");
   }
 
   private static List<String> types(List<? extends Expression> expressions) {

@@ -36,8 +36,21 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";
   static final String ROCKSDB_PROVIDER =
       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider";
-  static final Set<String> SUPPORTED_OPERATORS =
-      Set.of("stateStoreSave", "dedupe", "dedupeWithinWatermark");
+  static final String JOIN = "symmetricHashJoin";
+  static final String SESSION_WINDOW = "sessionWindowStateStoreSaveExec";
+  static final String FLAT_MAP_GROUPS_WITH_STATE = "flatMapGroupsWithState";
+  /** Spark's operator names (operator metadata) of the operators stateshift repartitions. */
+  static final Set<String> SUPPORTED_OPERATORS = Set.of("stateStoreSave", "dedupe",
+      "dedupeWithinWatermark", SESSION_WINDOW, FLAT_MAP_GROUPS_WITH_STATE, JOIN);
+  /** What users know them as, for error messages. */
+  static final String SUPPORTED_DESCRIPTION = "streaming aggregations (stateStoreSave), "
+      + "dropDuplicates (dedupe), dropDuplicatesWithinWatermark (dedupeWithinWatermark), session "
+      + "windows (" + SESSION_WINDOW + "), mapGroupsWithState / flatMapGroupsWithState ("
+      + FLAT_MAP_GROUPS_WITH_STATE + ") and stream-stream joins (" + JOIN + ", join state "
+      + "formats 1 and 2)";
+  static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
+  /** The join format Spark assumes for checkpoints that do not record one (Spark 2.3). */
+  private static final int LEGACY_JOIN_FORMAT = 1;
 
   boolean rocksDb() {
     return provider.equals(ROCKSDB_PROVIDER);
@@ -96,24 +109,32 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       throw Checkpoint.corrupt(files, "offsets/" + committed + " records no valid "
           + OffsetLogEntry.SHUFFLE_PARTITIONS);
     }
+    Map<String, String> conf = offsets.conf();
+    int joinFormat = joinFormat(files, conf, committed);
     if (requireSupported) {
       for (StatefulOperator op : operators) {
         if (!SUPPORTED_OPERATORS.contains(op.name())) {
           throw new StateShiftException(Reason.UNSUPPORTED_OPERATOR,
               "Operator " + op.id() + " (" + op.name() + ") cannot be repartitioned by this "
-                  + "version of stateshift; supported are " + SUPPORTED_OPERATORS + ". The "
-                  + "checkpoint was not changed.");
+                  + "version of stateshift; supported are " + SUPPORTED_DESCRIPTION + ". The "
+                  + "checkpoint was not changed. To change the partition count of this query, "
+                  + "start it on a new checkpoint with the new spark.sql.shuffle.partitions.");
+        }
+        if (op.name().equals(JOIN) && joinFormat > 2) {
+          throw new StateShiftException(Reason.UNSUPPORTED_OPERATOR,
+              "Operator " + op.id() + " (stream-stream join) uses join state format "
+                  + joinFormat + " (" + JOIN_FORMAT + "), which keeps its state in RocksDB column "
+                  + "families; this version of stateshift repartitions join state formats 1 and 2 "
+                  + "only. The checkpoint was not changed. Start the query on a new checkpoint "
+                  + "with the new partition count, or with join state format 2 (the default).");
         }
       }
     }
-    Map<String, String> conf = offsets.conf();
-    if (requireSupported
-        && "false".equals(conf.getOrDefault(OffsetLogEntry.STRICT_DISTRIBUTION, "false"))) {
-      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
-          "Checkpoint " + files.root() + " was written with " + OffsetLogEntry.STRICT_DISTRIBUTION
-              + "=false (or by a Spark version before 3.3), so its state may be placed by a subset "
-              + "of the key and cannot be redistributed safely.");
-    }
+    // Checkpoints written with useStrictDistribution=false (or before Spark 3.3) may have placed
+    // aggregation, dedup, session window and flatMapGroupsWithState state by a subset of the key.
+    // No guess is needed: reading does not depend on placement, every key is written where the
+    // full partition key puts it, and the switch records useStrictDistribution=true so the
+    // restarted query places new rows the same way (OffsetLogEntry.withShufflePartitions).
     String provider = Optional.ofNullable(offsets.providerClass()).orElse(HDFS_PROVIDER);
     if (!provider.equals(HDFS_PROVIDER) && !provider.equals(ROCKSDB_PROVIDER)) {
       throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
@@ -134,17 +155,33 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     }
     List<StoreSpec> stores = new ArrayList<>();
     for (StatefulOperator op : operators) {
-      if (!SUPPORTED_OPERATORS.contains(op.name())) {
+      boolean join = op.name().equals(JOIN);
+      if (!SUPPORTED_OPERATORS.contains(op.name()) || (join && joinFormat > 2)) {
         continue;
       }
       for (StatefulOperator.Store store : op.stores()) {
         StateStoreColFamilySchema schema = readSchema(files, op, store);
         stores.add(new StoreSpec(stores.size(), op.id(), op.name(), store.name(),
-            store.numColsPrefixKey(), schema.keySchema(), schema.valueSchema()));
+            store.numColsPrefixKey(), schema.keySchema(), schema.valueSchema(),
+            join ? joinFormat : 0));
       }
     }
     return new StateLayout(checkpoint, committed, partitions, provider, operators, stores,
         storeConf);
+  }
+
+  /** The join state format the checkpoint's offset log records, as Spark reads it back. */
+  private static int joinFormat(CheckpointFiles files, Map<String, String> conf, long batch) {
+    String value = conf.get(JOIN_FORMAT);
+    if (value == null) {
+      return LEGACY_JOIN_FORMAT;
+    }
+    try {
+      return Integer.parseInt(value.trim());
+    } catch (NumberFormatException e) {
+      throw Checkpoint.corrupt(files, "offsets/" + batch + " records " + JOIN_FORMAT + "="
+          + value + ", which is not a number", RESTORE);
+    }
   }
 
   private static final String RESTORE = Checkpoint.RESTORE;

@@ -46,7 +46,9 @@ final class StateStores {
 
   /**
    * Spark's own placement of a state key among {@code partitions}: the operator's partition key
-   * (the whole key for aggregations and deduplication), hashed with Murmur3 seed 42, modulo n.
+   * (the whole key for aggregations, deduplication, flatMapGroupsWithState and a join's
+   * keyToNumValues store; the key without its last field for session windows and a join's
+   * keyWithIndexToValue store), hashed with Murmur3 seed 42, modulo n.
    */
   static final class KeyPlacement {
     private final StatePartitionKeyExtractor extractor;
@@ -54,7 +56,7 @@ final class StateStores {
 
     KeyPlacement(StoreSpec spec, int partitions) {
       this.extractor = StatePartitionKeyExtractorFactory.create(spec.operatorName(),
-          spec.keySchema(), spec.storeName(), DEFAULT_COLUMN_FAMILY, ScalaBridge.none(),
+          spec.keySchema(), spec.storeName(), DEFAULT_COLUMN_FAMILY, formatVersion(spec),
           ScalaBridge.none());
       List<Expression> fields = new ArrayList<>();
       StructField[] keyFields = extractor.partitionKeySchema().fields();
@@ -64,6 +66,11 @@ final class StateStores {
       Expression expression =
           new HashPartitioning(ScalaBridge.seq(fields), partitions).partitionIdExpression();
       this.partitionId = UnsafeProjection.create(ScalaBridge.seq(List.of(expression)));
+    }
+
+    private static scala.Option<Object> formatVersion(StoreSpec spec) {
+      return spec.stateFormatVersion() > 0
+          ? scala.Option.apply((Object) spec.stateFormatVersion()) : ScalaBridge.none();
     }
 
     int partitionOf(UnsafeRow key) {

@@ -67,6 +67,11 @@ public final class StreamRun {
     }
   }
 
+  /** Writes input file {@code index} with the given events (rows of {@link #EVENT_SCHEMA}). */
+  public void writeRows(int index, List<Row> rows) {
+    writeFile(index, rows);
+  }
+
   private void writeFile(int index, List<Row> rows) {
     Path tmp = input.resolveSibling(input.getFileName() + "-tmp-" + index);
     spark.createDataFrame(rows, EVENT_SCHEMA).coalesce(1).write().mode("overwrite").json(tmp.toString());

@@ -1,0 +1,432 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.OperatorQueries;
+import io.stateshift.testing.OperatorRun;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StreamRun;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The oracle for joins, session windows, flatMapGroupsWithState and queries with several stateful
+ * operators: stopped, repartitioned and restarted, a query writes exactly what it writes when run
+ * without interruption over the same input; every key of every store sits in the partition Spark
+ * assigns it; timers registered before the repartition fire after it, once. Providers and
+ * directions alternate across operators so every (operator, provider) pair and both directions
+ * are covered without the full cross product.
+ */
+class OperatorOracleTest {
+  static final int FIRST_PART_FILES = 3;
+  static final int ALL_EVENT_FILES = 5;
+  static final int JOIN_ROWS = 150;
+  static final int JOIN_DEVICES = 25;
+  static final int ROTATING_ROWS = 120;
+  static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
+  static final String FMGWS_FORMAT = "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
+  static final String STRICT = "spark.sql.streaming.statefulOperator.useStrictDistribution";
+
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  static Stream<Arguments> scenarios() {
+    return Stream.of(
+        Arguments.of(OperatorQueries.JOIN_INNER, StateStores.HDFS, 4, 8, JOIN_FORMAT, "2"),
+        Arguments.of(OperatorQueries.JOIN_LEFT_OUTER, StateStores.ROCKSDB, 8, 3, JOIN_FORMAT, "2"),
+        Arguments.of(OperatorQueries.JOIN_RIGHT_OUTER, StateStores.ROCKSDB_CHANGELOG, 4, 8,
+            JOIN_FORMAT, "2"),
+        Arguments.of(OperatorQueries.JOIN_FULL_OUTER, StateStores.HDFS, 8, 3, JOIN_FORMAT, "2"),
+        Arguments.of(OperatorQueries.JOIN_LEFT_SEMI, StateStores.ROCKSDB, 4, 8, JOIN_FORMAT, "2"),
+        Arguments.of(OperatorQueries.JOIN_INNER, StateStores.ROCKSDB, 8, 3, JOIN_FORMAT, "1"),
+        Arguments.of(OperatorQueries.JOIN_LEFT_OUTER, StateStores.HDFS, 4, 8, JOIN_FORMAT, "1"),
+        Arguments.of(OperatorQueries.SESSION_WINDOW_COUNT, StateStores.HDFS, 8, 3,
+            "spark.sql.streaming.sessionWindow.stateFormatVersion", "1"),
+        Arguments.of(OperatorQueries.SESSION_WINDOW_COUNT, StateStores.ROCKSDB, 4, 8,
+            "spark.sql.streaming.sessionWindow.stateFormatVersion", "1"),
+        Arguments.of(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, StateStores.HDFS, 4, 8,
+            FMGWS_FORMAT, "2"),
+        Arguments.of(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, StateStores.ROCKSDB, 8, 3,
+            FMGWS_FORMAT, "1"),
+        Arguments.of(OperatorQueries.MAP_EVENT_TIME_TIMEOUT, StateStores.ROCKSDB_CHANGELOG, 8, 3,
+            FMGWS_FORMAT, "2"),
+        Arguments.of(OperatorQueries.MAP_NO_TIMEOUT, StateStores.HDFS, 4, 8, FMGWS_FORMAT, "1"),
+        Arguments.of(OperatorQueries.JOIN_THEN_WINDOWED_COUNT, StateStores.ROCKSDB, 8, 3,
+            JOIN_FORMAT, "2"));
+  }
+
+  @ParameterizedTest(name = "{0} on {1}: {2} -> {3}, {4}={5}")
+  @MethodSource("scenarios")
+  void repartitionedQueryWritesExactlyTheUninterruptedOutput(OperatorQueries query,
+      StateStores store, int from, int to, String formatConf, String format) {
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(store.withPartitions(from));
+    conf.put(formatConf, format);
+    for (int i = 0; i < FIRST_PART_FILES; i++) {
+      writeEvents(run, query, i);
+    }
+    run.runAvailable(query, checkpoint, sink, conf);
+    List<String> beforeRepartition = run.sinkRows(sink, query);
+
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(to).execute();
+
+    assertThat(result.fromPartitions()).isEqualTo(from);
+    assertThat(result.toPartitions()).isEqualTo(to);
+    assertThat(result.rowsMoved()).isPositive();
+    assertThat(result.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), to);
+    StateAssertions.assertMetadataReports(spark, checkpoint, to);
+
+    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
+      writeEvents(run, query, i);
+    }
+    run.writeFlush(ALL_EVENT_FILES);
+    List<StreamingQueryProgress> progress = run.runAvailable(query, checkpoint, sink, conf);
+
+    assertThat(progress).isNotEmpty();
+    for (StreamingQueryProgress p : progress) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        assertThat(op.numShufflePartitions()).isEqualTo(to);
+        assertThat(op.numStateStoreInstances()).isEqualTo(to);
+      }
+    }
+    List<String> rows = run.sinkRows(sink, query);
+    assertThat(rows).containsExactlyElementsOf(oracle(query, formatConf, format));
+    if (query == OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT
+        || query == OperatorQueries.MAP_EVENT_TIME_TIMEOUT) {
+      assertTimersOfTheFirstRunFireAfterItOnce(run, beforeRepartition, rows);
+    }
+    if (query == OperatorQueries.JOIN_LEFT_OUTER || query == OperatorQueries.JOIN_FULL_OUTER) {
+      // left rows of the first files left unmatched, emitted after the repartition, once
+      assertThat(newRows(beforeRepartition, rows))
+          .anyMatch(r -> r.contains(",null,null,null]") && !r.contains("flush"));
+    }
+    if (query == OperatorQueries.JOIN_RIGHT_OUTER || query == OperatorQueries.JOIN_FULL_OUTER) {
+      assertThat(newRows(beforeRepartition, rows))
+          .anyMatch(r -> r.startsWith("[null,null,null,") && !r.contains("flush"));
+    }
+  }
+
+  /**
+   * Processing-time timeouts: devices registered by the batch before the repartition time out in
+   * the first batch after it (three seconds of wall clock later), exactly once each, with their
+   * full count; devices first seen in that batch do not time out yet.
+   */
+  @Test
+  void processingTimeTimeoutsRegisteredBeforeTheRepartitionFireAfterItOnce() throws Exception {
+    OperatorQueries query = OperatorQueries.FLAT_MAP_PROCESSING_TIME_TIMEOUT;
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(4));
+    conf.put(FMGWS_FORMAT, "2");
+    // only batches with data: a no-data batch would fire timeouts on its own schedule
+    conf.put("spark.sql.streaming.noDataMicroBatches.enabled", "false");
+    run.writeRotatingEvents(0, ROTATING_ROWS);
+    run.runAvailable(query, checkpoint, sink, conf);
+    long registeredAt = System.currentTimeMillis();
+    assertThat(run.sinkRows(sink, query)).isEmpty();
+
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(7).execute();
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), 7);
+
+    Thread.sleep(Math.max(0, registeredAt + OperatorQueries.PROCESSING_TIMEOUT_MS + 500
+        - System.currentTimeMillis()));
+    run.writeRotatingEvents(2, ROTATING_ROWS); // devices r-8 to r-15, none of file 0's
+    List<StreamingQueryProgress> after = run.runAvailable(query, checkpoint, sink, conf);
+    assertThat(StreamRun.stateInstances(after)).containsOnly(7L);
+
+    Map<String, Long> file0Counts = countsByDevice(run.batch().where(
+        org.apache.spark.sql.functions.input_file_name().contains("events-0000")));
+    List<String> expected = file0Counts.entrySet().stream()
+        .map(e -> "[" + e.getKey() + "," + e.getValue() + ",timeout]").sorted().toList();
+    assertThat(expected).hasSizeGreaterThan(3);
+    assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(expected);
+  }
+
+  /**
+   * A checkpoint written with useStrictDistribution=false whose input was already partitioned by
+   * a subset of the key (the device): Spark placed the state by the device alone. The
+   * repartition places every key by its full key and records strict distribution, so the
+   * restarted query looks for each key where it now is.
+   */
+  @Test
+  void stateOfANonStrictCheckpointPlacedByASubsetOfTheKeyIsMovedToItsFullKeyPartition() {
+    OperatorQueries query = OperatorQueries.COUNT_PLACED_BY_DEVICE;
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    conf.put(STRICT, "false");
+    for (int i = 0; i < FIRST_PART_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    run.runAvailable(query, checkpoint, sink, conf);
+    long lastBatch = lastCommitted(checkpoint);
+    assertThat(misplacedKeys(checkpoint, lastBatch, 4))
+        .as("Spark placed this state by the device alone").isPositive();
+
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(8).execute();
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), 8);
+    assertThat(readText(checkpoint.resolve("offsets/" + result.batchId())))
+        .contains("\"" + STRICT + "\":\"true\"");
+
+    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    List<StreamingQueryProgress> progress = run.runAvailable(query, checkpoint, sink, conf);
+    assertThat(StreamRun.stateInstances(progress)).containsOnly(8L);
+    assertThat(misplacedKeys(checkpoint, lastCommitted(checkpoint), 8)).isZero();
+    List<String> rows = run.sinkRows(sink, query);
+    assertThat(rows).containsExactlyElementsOf(oracle(query, STRICT, "false"));
+    List<String> batch = run.batch().groupBy(org.apache.spark.sql.functions.col("device"),
+            org.apache.spark.sql.functions.expr("minute(ts)").as("minute")).count()
+        .collectAsList().stream().map(Row::toString).sorted().toList();
+    assertThat(rows).containsExactlyElementsOf(batch);
+  }
+
+  /** Join state format 3 keeps all four stores in RocksDB column families: refused, unchanged. */
+  @Test
+  void joinStateFormat3IsRefusedAndTheCheckpointIsUnchanged() {
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(4));
+    conf.put(JOIN_FORMAT, "3");
+    run.writeEvents(0, JOIN_ROWS, JOIN_DEVICES);
+    run.runAvailable(OperatorQueries.JOIN_INNER, checkpoint, tmp.resolve("sink"), conf);
+    var before = CheckpointDigest.of(checkpoint);
+
+    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(8).execute())
+        .isInstanceOfSatisfying(StateShiftException.class,
+            e -> assertThat(e.reason()).isEqualTo(Reason.UNSUPPORTED_OPERATOR))
+        .hasMessageContaining("join state format 3")
+        .hasMessageContaining("formats 1 and 2")
+        .hasMessageContaining("new checkpoint");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /** The on-demand path: the same join restarted with only the partition setting changed. */
+  @Test
+  void aJoinRestartedWithANewPartitionSettingIsRepartitionedOnDemand() {
+    SparkSession session = SparkTestSession.get().newSession();
+    OperatorQueries query = OperatorQueries.JOIN_LEFT_OUTER;
+    OperatorRun run = new OperatorRun(session, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(5));
+    conf.put(StateShiftExtensions.STATE_PARTITIONS, "3");
+    for (int i = 0; i < FIRST_PART_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    assertThat(StreamRun.stateInstances(run.runAvailable(query, checkpoint, sink, conf)))
+        .containsOnly(3L);
+
+    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    run.writeFlush(ALL_EVENT_FILES);
+    conf.put(StateShiftExtensions.STATE_PARTITIONS, "6");
+    List<StreamingQueryProgress> second = run.runAvailable(query, checkpoint, sink, conf);
+
+    assertThat(StreamRun.stateInstances(second)).containsOnly(6L);
+    assertThat(second.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
+    assertEveryKeyInItsSparkPartition(checkpoint, lastCommitted(checkpoint), 6);
+    assertThat(run.sinkRows(sink, query))
+        .containsExactlyElementsOf(oracle(query, JOIN_FORMAT, "2"));
+  }
+
+  // ---- helpers ----
+
+  private static void writeEvents(OperatorRun run, OperatorQueries query, int index) {
+    if (query.isJoin()) {
+      run.writeEvents(index, JOIN_ROWS, JOIN_DEVICES);
+    } else {
+      run.writeRotatingEvents(index, ROTATING_ROWS);
+    }
+  }
+
+  /** The same query over the same files, on a fresh checkpoint, in one uninterrupted run. */
+  private List<String> oracle(OperatorQueries query, String formatConf, String format) {
+    Path dir = tmp.resolve("oracle");
+    OperatorRun run = new OperatorRun(spark, dir.resolve("input"));
+    boolean strictTest = query == OperatorQueries.COUNT_PLACED_BY_DEVICE;
+    for (int i = 0; i < ALL_EVENT_FILES; i++) {
+      if (query.isJoin() || strictTest) {
+        run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+      } else {
+        run.writeRotatingEvents(i, ROTATING_ROWS);
+      }
+    }
+    if (!strictTest) {
+      run.writeFlush(ALL_EVENT_FILES);
+    }
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    conf.put(formatConf, format);
+    run.runAvailable(query, dir.resolve("checkpoint"), dir.resolve("sink"), conf);
+    List<String> rows = run.sinkRows(dir.resolve("sink"), query);
+    assertThat(rows).isNotEmpty();
+    assertMatchesBatchComputation(query, run, rows);
+    return rows;
+  }
+
+  /** Where a batch query computes the same answer, the streaming oracle must agree with it. */
+  private void assertMatchesBatchComputation(OperatorQueries query, OperatorRun run,
+      List<String> rows) {
+    Dataset<Row> events = run.batch();
+    switch (query) {
+      case JOIN_INNER -> assertThat(rows).containsExactlyElementsOf(
+          query.apply(() -> events).collectAsList().stream().map(Row::toString).sorted()
+              .toList());
+      case SESSION_WINDOW_COUNT -> assertThat(withoutFlush(rows)).containsExactlyElementsOf(
+          withoutFlush(query.apply(() -> events).collectAsList().stream().map(Row::toString)
+              .sorted().toList()));
+      case FLAT_MAP_EVENT_TIME_TIMEOUT -> {
+        List<String> counts = countsByDevice(events.where("device != 'flush'")).entrySet()
+            .stream().map(e -> "[" + e.getKey() + "," + e.getValue() + ",timeout]").sorted()
+            .toList();
+        assertThat(rows).containsExactlyElementsOf(counts);
+      }
+      default -> { }
+    }
+  }
+
+  /**
+   * Every device whose timer was set before the repartition and had not fired: its timeout row
+   * is not in the first run's output and is in the final output exactly once.
+   */
+  private static void assertTimersOfTheFirstRunFireAfterItOnce(OperatorRun run,
+      List<String> beforeRepartition, List<String> after) {
+    Set<String> pending = new java.util.TreeSet<>();
+    for (int d = 4 * (FIRST_PART_FILES - 1); d < 4 * (FIRST_PART_FILES - 1) + 8; d++) {
+      String device = "r-" + d;
+      if (beforeRepartition.stream().noneMatch(r -> r.startsWith("[" + device + ",")
+          && r.endsWith(",timeout]"))) {
+        pending.add(device);
+      }
+    }
+    assertThat(pending).isNotEmpty();
+    for (String device : pending) {
+      assertThat(after.stream().filter(r -> r.startsWith("[" + device + ",")
+          && r.endsWith(",timeout]")).count()).as("timeouts of %s", device).isEqualTo(1);
+    }
+  }
+
+  private static List<String> newRows(List<String> before, List<String> after) {
+    List<String> out = new ArrayList<>(after);
+    for (String r : before) {
+      out.remove(r);
+    }
+    return out;
+  }
+
+  private static List<String> withoutFlush(List<String> rows) {
+    return rows.stream().filter(r -> !r.contains("flush")).toList();
+  }
+
+  private static Map<String, Long> countsByDevice(Dataset<Row> events) {
+    return events.groupBy("device").count().collectAsList().stream()
+        .collect(Collectors.toMap(r -> r.getString(0), r -> r.getLong(1)));
+  }
+
+  /**
+   * Reads every store of every operator with Spark's statestore source and checks each key's
+   * partition against pmod(hash(partition key), n), computed in SQL. The partition key is the
+   * whole state key, except for a session window (the key without the session) and a join's
+   * keyWithIndexToValue store (the key without the index).
+   */
+  private void assertEveryKeyInItsSparkPartition(Path checkpoint, long batchId, int partitions) {
+    List<Row> stores = spark.read().format("state-metadata").load(checkpoint.toString())
+        .select("operatorId", "operatorName", "stateStoreName").collectAsList();
+    assertThat(stores).isNotEmpty();
+    for (Row store : stores) {
+      Dataset<Row> state = stateRows(checkpoint, batchId, store);
+      long misplaced = state.selectExpr("partition_id",
+              partitionExpression(state, store, partitions) + " AS expected")
+          .filter("partition_id != expected").count();
+      String what = "operator " + store.getLong(0) + " store " + store.getString(2);
+      assertThat(state.count()).as("rows of %s", what).isPositive();
+      assertThat(misplaced).as("misplaced keys of %s", what).isZero();
+      assertThat(state.agg(org.apache.spark.sql.functions.max("partition_id")).first().getInt(0))
+          .isLessThan(partitions);
+    }
+  }
+
+  private long misplacedKeys(Path checkpoint, long batchId, int partitions) {
+    long misplaced = 0;
+    for (Row store : spark.read().format("state-metadata").load(checkpoint.toString())
+        .select("operatorId", "operatorName", "stateStoreName").collectAsList()) {
+      Dataset<Row> state = stateRows(checkpoint, batchId, store);
+      misplaced += state.selectExpr("partition_id",
+              partitionExpression(state, store, partitions) + " AS expected")
+          .filter("partition_id != expected").count();
+    }
+    return misplaced;
+  }
+
+  private Dataset<Row> stateRows(Path checkpoint, long batchId, Row store) {
+    return spark.read().format("statestore")
+        .option("batchId", batchId)
+        .option("operatorId", store.getLong(0))
+        .option("storeName", store.getString(2))
+        .load(checkpoint.toString());
+  }
+
+  private static String partitionExpression(Dataset<Row> state, Row store, int partitions) {
+    StructType key = (StructType) state.schema().apply("key").dataType();
+    boolean dropLast = store.getString(1).equals("sessionWindowStateStoreSaveExec")
+        || store.getString(2).endsWith("keyWithIndexToValue");
+    StructField[] fields = key.fields();
+    List<String> partitionKey = new ArrayList<>();
+    for (int i = 0; i < fields.length - (dropLast ? 1 : 0); i++) {
+      partitionKey.add("key.`" + fields[i].name() + "`");
+    }
+    return "pmod(hash(" + String.join(", ", partitionKey) + "), " + partitions + ")";
+  }
+
+  private static long lastCommitted(Path checkpoint) {
+    try (var files = Files.list(checkpoint.resolve("commits"))) {
+      return files.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
+          .mapToLong(Long::parseLong).max().orElseThrow();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  private static String readText(Path file) {
+    try {
+      return Files.readString(file);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+}
