@@ -11,32 +11,33 @@ import java.util.NoSuchElementException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.Partitioner;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.io.CompressionCodec$;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
-import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.CollectionAccumulator;
 import org.apache.spark.util.SerializableConfiguration;
 import org.apache.spark.util.TaskCompletionListener;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.rdd.ShuffledRDD;
 import scala.Tuple2;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
 
 /**
  * The Spark job that moves state: one task per old (store, partition) reads it and tags every
  * record with its new partition; one shuffle groups records by (store, new partition); one task per
- * new (store, partition) writes it into the staging area. Key and value bytes travel as they are:
- * only the key's partition is computed, with Spark's own hash.
+ * new (store, partition) writes it into the staging area. Records travel as byte arrays with a raw
+ * serializer; only the key's partition is computed, with Spark's own hash. For RocksDB the read
+ * side encodes records as Spark's RocksDB encoders would and the shuffle sorts them by those key
+ * bytes, so each new partition becomes one SST file (see {@link RocksDbSnapshotWriter}).
  */
 final class StateRedistributionJob implements Serializable {
 
@@ -65,6 +66,8 @@ final class StateRedistributionJob implements Serializable {
   private final String compressionCodec;
   private final StateCheckpointIds readCheckpointIds;
   private java.util.Set<Integer> verifyPlacementSlots = java.util.Set.of();
+  /** For RocksDB: SST ingestion or the provider's puts; null for the HDFS-backed store. */
+  private final RocksDbSnapshotWriter.Mode rocksDbMode;
   private CollectionAccumulator<PartitionCount> readCounts;
 
   StateRedistributionJob(String liveStateRoot, String stagingRoot, StateStoreConf storeConf,
@@ -84,6 +87,16 @@ final class StateRedistributionJob implements Serializable {
     this.writeBatchId = lastCommittedBatch + 1;
     this.rocksDb = rocksDb;
     this.compressionCodec = compressionCodec;
+    this.rocksDbMode = rocksDb ? RocksDbSnapshotWriter.mode(storeConf) : null;
+  }
+
+  /** The way new RocksDB partitions are written, and why when it is the slower one. */
+  String writeStrategy() {
+    if (!rocksDb) {
+      return "hdfs-snapshot";
+    }
+    return rocksDbMode == RocksDbSnapshotWriter.Mode.SST ? "rocksdb-sst-ingest"
+        : "rocksdb-puts (" + RocksDbSnapshotWriter.reasonForPuts(storeConf) + ")";
   }
 
   /**
@@ -111,18 +124,28 @@ final class StateRedistributionJob implements Serializable {
       }
     }
     int targets = stores.size() * newPartitions;
-    JavaPairRDD<Integer, byte[]> tagged =
-        jsc.parallelize(sources, sources.size()).flatMapToPair(this::read);
-    List<PartitionCount> written = tagged
-        .partitionBy(new TargetPartitioner(targets))
+    RDD<Tuple2<byte[], Object>> tagged =
+        jsc.parallelize(sources, sources.size()).flatMap(this::read).rdd();
+    ShuffledRDD<byte[], Object, Object> shuffled = new ShuffledRDD<>(tagged,
+        new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
+    shuffled.setSerializer(new RawRecordSerializer());
+    if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
+      // sorted by the RocksDB key bytes within each partition; Spark's sorter spills to disk
+      shuffled.setKeyOrdering(
+          scala.math.Ordering$.MODULE$.comparatorToOrdering(new StateRecords.KeyBytesOrder()));
+    }
+    List<PartitionCount> written = shuffled.toJavaRDD()
         .mapPartitionsWithIndex(this::write, false)
         .collect();
     return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written));
   }
 
+  private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
+  private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
+
   // ---- read side: runs in a task per old (store, partition) ----
 
-  private Iterator<Tuple2<Integer, byte[]>> read(SourceTask task) {
+  private Iterator<Tuple2<byte[], Object>> read(SourceTask task) {
     StoreSpec spec = stores.get(task.slot());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
@@ -137,6 +160,8 @@ final class StateRedistributionJob implements Serializable {
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
     StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
         ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
+    RocksDbSnapshotWriter.Encoding encoding = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+        ? new RocksDbSnapshotWriter.Encoding(spec) : null;
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -155,7 +180,7 @@ final class StateRedistributionJob implements Serializable {
       }
 
       @Override
-      public Tuple2<Integer, byte[]> next() {
+      public Tuple2<byte[], Object> next() {
         if (!hasNext()) {
           throw new NoSuchElementException();
         }
@@ -165,25 +190,49 @@ final class StateRedistributionJob implements Serializable {
               spec.operatorId(), "a key in its partition " + task.partition() + " is not placed "
                   + "by its whole state key as derived from its state schema");
         }
-        byte[] record = StateRecords.pack(pair.key(), pair.value());
+        int target = firstTarget + placement.partitionOf(pair.key());
+        byte[] record = encoding != null
+            ? encoding.record(target, pair.key(), pair.value())
+            : StateRecords.pack(target, pair.key(), pair.value());
         count++;
-        bytes += record.length - 4;
-        return new Tuple2<>(firstTarget + placement.partitionOf(pair.key()), record);
+        bytes += pair.key().getSizeInBytes() + pair.value().getSizeInBytes();
+        return new Tuple2<>(record, null);
       }
     };
   }
 
   // ---- write side: runs in a task per new (store, partition) ----
 
-  private Iterator<PartitionCount> write(int target, Iterator<Tuple2<Integer, byte[]>> records) {
+  private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> shuffled) {
     StoreSpec spec = stores.get(target / newPartitions);
     int partition = target % newPartitions;
     if (target == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
     }
-    PartitionCount count = rocksDb
-        ? writeWithRocksDbProvider(spec, partition, records)
-        : writeHdfsSnapshot(spec, partition, records);
+    Iterator<byte[]> records = new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return shuffled.hasNext();
+      }
+
+      @Override
+      public byte[] next() {
+        return shuffled.next()._1();
+      }
+    };
+    String stateRoot = stagingRoot + "/state";
+    PartitionCount count;
+    if (!rocksDb) {
+      count = writeHdfsSnapshot(spec, partition, records);
+    } else {
+      RocksDbSnapshotWriter.Written written = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+          ? RocksDbSnapshotWriter.writeSorted(stateRoot, spec, partition, storeConf,
+              hadoopConf.value(), writeBatchId, records)
+          : RocksDbSnapshotWriter.writeWithPuts(stateRoot, spec, partition, storeConf,
+              hadoopConf.value(), writeBatchId, records);
+      count = new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
+          written.checkpointId());
+    }
     return List.of(count).iterator();
   }
 
@@ -192,7 +241,7 @@ final class StateRedistributionJob implements Serializable {
    * of [keyLength][key][valueLength][value] records ended by -1.
    */
   private PartitionCount writeHdfsSnapshot(StoreSpec spec, int partition,
-      Iterator<Tuple2<Integer, byte[]>> records) {
+      Iterator<byte[]> records) {
     Path file = new Path(new Path(stagingRoot, spec.dir(partition)), writtenVersion() + ".snapshot");
     long rows = 0;
     long bytes = 0;
@@ -204,13 +253,14 @@ final class StateRedistributionJob implements Serializable {
       try (DataOutputStream out =
           new DataOutputStream(codec.compressedOutputStream(fs.create(file, false)))) {
         while (records.hasNext()) {
-          byte[] record = records.next()._2();
+          byte[] record = records.next();
           int keyLength = StateRecords.keyLength(record);
-          int valueLength = record.length - 4 - keyLength;
+          int valueOffset = StateRecords.valueOffset(record);
+          int valueLength = record.length - valueOffset;
           out.writeInt(keyLength);
-          out.write(record, 4, keyLength);
+          out.write(record, StateRecords.HEADER, keyLength);
           out.writeInt(valueLength);
-          out.write(record, 4 + keyLength, valueLength);
+          out.write(record, valueOffset, valueLength);
           rows++;
           bytes += keyLength + valueLength;
         }
@@ -220,72 +270,5 @@ final class StateRedistributionJob implements Serializable {
       throw new UncheckedIOException("Cannot write " + file + ": " + e.getMessage(), e);
     }
     return new PartitionCount(spec.slot(), partition, rows, bytes, null);
-  }
-
-  /** RocksDB through Spark's provider, loading an empty store so the commit is a full snapshot. */
-  private PartitionCount writeWithRocksDbProvider(StoreSpec spec, int partition,
-      Iterator<Tuple2<Integer, byte[]>> records) {
-    StateStoreProvider provider = StateStores.open(stagingRoot + "/state", spec, partition,
-        storeConf, hadoopConf.value());
-    long rows = 0;
-    long bytes = 0;
-    String checkpointId;
-    try {
-      StateStore store = provider.getStore(writeBatchId, ScalaBridge.none(), false, true);
-      try {
-        UnsafeRow key = new UnsafeRow(spec.keySchema().length());
-        UnsafeRow value = new UnsafeRow(spec.valueSchema().length());
-        while (records.hasNext()) {
-          byte[] record = records.next()._2();
-          int keyLength = StateRecords.keyLength(record);
-          int valueLength = record.length - 4 - keyLength;
-          key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + 4, keyLength);
-          value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + 4 + keyLength, valueLength);
-          store.put(key, value, StateStores.DEFAULT_COLUMN_FAMILY);
-          rows++;
-          bytes += keyLength + valueLength;
-        }
-        store.commit();
-        // Format v2: the commit named the new version N_<id>.zip; the commit log must name it too.
-        checkpointId = storeConf.enableStateStoreCheckpointIds()
-            ? store.getStateStoreCheckpointInfo().stateStoreCkptId().get() : null;
-      } finally {
-        if (!store.hasCommitted()) {
-          store.abort();
-        }
-      }
-    } finally {
-      provider.close();
-    }
-    return new PartitionCount(spec.slot(), partition, rows, bytes, checkpointId);
-  }
-
-  /** Sends each record to the task of its (store, new partition), numbered in the record's key. */
-  private static final class TargetPartitioner extends Partitioner {
-    private final int targets;
-
-    TargetPartitioner(int targets) {
-      this.targets = targets;
-    }
-
-    @Override
-    public int numPartitions() {
-      return targets;
-    }
-
-    @Override
-    public int getPartition(Object key) {
-      return (Integer) key;
-    }
-
-    @Override
-    public boolean equals(Object other) {
-      return other instanceof TargetPartitioner t && t.targets == targets;
-    }
-
-    @Override
-    public int hashCode() {
-      return targets;
-    }
   }
 }

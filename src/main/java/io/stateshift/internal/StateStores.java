@@ -31,12 +31,17 @@ final class StateStores {
   static StateStoreProvider open(String stateRoot, StoreSpec spec, int partition,
       StateStoreConf storeConf, Configuration hadoopConf) {
     StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
-    KeyStateEncoderSpec encoder = spec.numColsPrefixKey() > 0
-        ? new PrefixKeyScanStateEncoderSpec(spec.keySchema(), spec.numColsPrefixKey())
-        : new NoPrefixKeyStateEncoderSpec(spec.keySchema());
     return StateStoreProvider$.MODULE$.createAndInit(
         new StateStoreProviderId(id, UUID.randomUUID()), spec.keySchema(), spec.valueSchema(),
-        encoder, false, storeConf, new Configuration(hadoopConf), false, ScalaBridge.none());
+        keyEncoderSpec(spec), false, storeConf, new Configuration(hadoopConf), false,
+        ScalaBridge.none());
+  }
+
+  /** How the store's keys are encoded: whole-key, or prefix-scannable on the first n columns. */
+  static KeyStateEncoderSpec keyEncoderSpec(StoreSpec spec) {
+    return spec.numColsPrefixKey() > 0
+        ? new PrefixKeyScanStateEncoderSpec(spec.keySchema(), spec.numColsPrefixKey())
+        : new NoPrefixKeyStateEncoderSpec(spec.keySchema());
   }
 
   /** The unique id to load a version by under state checkpoint format v2; none under v1. */

@@ -35,24 +35,48 @@ final class FloorCopy {
     try {
       Files.createDirectories(out);
       for (int operator : operators(checkpoint)) {
-        Dataset<Row> state = spark.read().format("statestore")
-            .option("operatorId", operator)
-            .load(checkpoint.toString());
-        StructType schema = state.schema();
-        int keyIndex = schema.fieldIndex("key");
-        int valueIndex = schema.fieldIndex("value");
-        StructType keySchema = asStruct(schema.fields()[keyIndex].dataType());
-        StructType valueSchema = asStruct(schema.fields()[valueIndex].dataType());
-        String prefix = out.resolve("op" + operator + "-part-").toString();
-        rows += state.queryExecution().toRdd().toJavaRDD()
-            .mapPartitions(it -> List.of(write(it, prefix, keyIndex, keySchema, valueIndex,
-                valueSchema)).iterator())
-            .reduce(Long::sum);
+        for (String store : storeNames(checkpoint, operator)) {
+          rows += copy(spark, checkpoint, operator, store, out);
+        }
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
     return rows;
+  }
+
+  /** The store names of an operator with several (a join), or a single null for the default. */
+  static List<String> storeNames(Path checkpoint, int operator) throws IOException {
+    Path partition0 = checkpoint.resolve("state").resolve(Integer.toString(operator))
+        .resolve("0");
+    try (Stream<Path> list = Files.list(partition0)) {
+      List<String> names = list.filter(Files::isDirectory)
+          .map(p -> p.getFileName().toString())
+          .filter(n -> !n.startsWith("_") && !n.equals("SSTs")) // RocksDB's own SST folder
+          .sorted()
+          .toList();
+      return names.isEmpty() ? java.util.Collections.singletonList(null) : names;
+    }
+  }
+
+  private static long copy(SparkSession spark, Path checkpoint, int operator, String store,
+      Path out) {
+    var reader = spark.read().format("statestore").option("operatorId", operator);
+    if (store != null) {
+      reader = reader.option("storeName", store);
+    }
+    Dataset<Row> state = reader.load(checkpoint.toString());
+    StructType schema = state.schema();
+    int keyIndex = schema.fieldIndex("key");
+    int valueIndex = schema.fieldIndex("value");
+    StructType keySchema = asStruct(schema.fields()[keyIndex].dataType());
+    StructType valueSchema = asStruct(schema.fields()[valueIndex].dataType());
+    String prefix = out.resolve("op" + operator + (store == null ? "" : "-" + store)
+        + "-part-").toString();
+    return state.queryExecution().toRdd().toJavaRDD()
+        .mapPartitions(it -> List.of(write(it, prefix, keyIndex, keySchema, valueIndex,
+            valueSchema)).iterator())
+        .reduce(Long::sum);
   }
 
   private static long write(java.util.Iterator<InternalRow> rows, String prefix, int keyIndex,
@@ -98,7 +122,7 @@ final class FloorCopy {
     return type instanceof StructType s ? s : new StructType();
   }
 
-  private static List<Integer> operators(Path checkpoint) throws IOException {
+  static List<Integer> operators(Path checkpoint) throws IOException {
     try (Stream<Path> list = Files.list(checkpoint.resolve("state"))) {
       return list.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
           .map(Integer::parseInt).sorted().toList();

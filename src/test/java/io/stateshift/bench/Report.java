@@ -34,11 +34,18 @@ final class Report {
     out.append("Times in seconds, min / median of the warm runs (same JVM as the build, a fresh "
         + "copy of the checkpoint for every run). 1 = stateshift, 2 = Spark's built-in runner, "
         + "3 = replay of all input into a new checkpoint, 4 = floor (read all state once, write "
-        + "the same bytes once). Ratios use the min times. Peak heap: highest used Java heap "
+        + "the same bytes once), 5 = restart of the stopped query with "
+        + "`spark.sql.streaming.stateStore.partitions` set (on-demand repartition, no new input), "
+        + "6 = the same restart without the setting. Ratios use the min times; (5-6)/1 is what "
+        + "the on-demand path costs relative to the command. Peak heap: highest used Java heap "
         + "during the run, garbage included, max over runs.\n\n");
     List<String> header = new ArrayList<>(List.of("shape", "provider", "keys", "state MB",
         "from->to", "1 stateshift s", "2 built-in s", "3 replay s", "4 floor s", "2/1", "3/1",
         "1/4", "stateshift rows/s", "peak heap MB 1 / 2 / 3 / 4"));
+    boolean onDemand = cases.stream().anyMatch(c -> c.methods.containsKey(Results.ONDEMAND));
+    if (onDemand) {
+      header.addAll(List.of("5 on-demand restart s", "6 plain restart s", "(5-6)/1"));
+    }
     if (cold) {
       header.addAll(List.of("cold 1 s", "cold 2 s", "cold 2/1"));
     }
@@ -55,6 +62,10 @@ final class Report {
               : String.format(Locale.ROOT, "%,.0f", c.stateshiftRowsPerSecond()),
           String.join(" / ", heap(c, Results.STATESHIFT), heap(c, Results.BUILTIN),
               heap(c, Results.REPLAY), heap(c, Results.FLOOR))));
+      if (onDemand) {
+        cells.addAll(List.of(time(c, Results.ONDEMAND), time(c, Results.RESTART),
+            ratio(c.onDemandOverCommand())));
+      }
       if (cold) {
         cells.addAll(List.of(time(c, Results.COLD_STATESHIFT), time(c, Results.COLD_BUILTIN),
             ratio(c.ratio(Results.COLD_BUILTIN, Results.COLD_STATESHIFT))));
@@ -105,6 +116,9 @@ final class Report {
     }
     if (m.error != null) {
       return "failed";
+    }
+    if (m.skipped != null && m.skipped.startsWith("refused")) {
+      return "refused";
     }
     if (m.skipped != null || m.runs.isEmpty()) {
       return "n/a";

@@ -15,7 +15,13 @@ final class Results {
   static final String FLOOR = "floor";
   static final String COLD_STATESHIFT = "cold-stateshift";
   static final String COLD_BUILTIN = "cold-builtin";
+  /** Restart of the query with {@code spark.sql.streaming.stateStore.partitions} set. */
+  static final String ONDEMAND = "ondemand";
+  /** Plain restart of the query, no repartition: what {@link #ONDEMAND} costs beyond it. */
+  static final String RESTART = "restart";
   static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
+  static final List<String> ALL_WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND,
+      RESTART);
 
   /** One timed run of one method. */
   static final class Run {
@@ -128,6 +134,18 @@ final class Results {
       return (double) ma.min() / mb.min();
     }
 
+    /** (on-demand restart - plain restart) / stateshift command, of the min times; or NaN. */
+    double onDemandOverCommand() {
+      Method od = methods.get(ONDEMAND);
+      Method rs = methods.get(RESTART);
+      Method ss = methods.get(STATESHIFT);
+      if (od == null || rs == null || ss == null || !od.hasTimes() || !rs.hasTimes()
+          || !ss.hasTimes() || ss.min() <= 0) {
+        return Double.NaN;
+      }
+      return (double) (od.min() - rs.min()) / ss.min();
+    }
+
     double stateshiftRowsPerSecond() {
       Method m = methods.get(STATESHIFT);
       return m == null || !m.hasTimes() ? Double.NaN : rowsBefore * 1000.0 / m.min();
@@ -150,6 +168,7 @@ final class Results {
       ratios.put("replay/stateshift", finite(ratio(REPLAY, STATESHIFT)));
       ratios.put("stateshift/floor", finite(ratio(STATESHIFT, FLOOR)));
       ratios.put("coldBuiltin/coldStateshift", finite(ratio(COLD_BUILTIN, COLD_STATESHIFT)));
+      ratios.put("(ondemand-restart)/stateshift", finite(onDemandOverCommand()));
       m.put("ratiosOfMin", ratios);
       m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
       Map<String, Object> ms = new LinkedHashMap<>();

@@ -45,7 +45,14 @@ final class Workload {
   /** The stateful query shapes. */
   enum Shape {
     WINDOWED("windowed-count", "append"),
-    DEDUP("dropDuplicates", "append");
+    DEDUP("dropDuplicates", "append"),
+    /**
+     * Stream-stream inner join of the input with itself on eventId, within 10 minutes of event
+     * time. Each side keeps keyToNumValues (one row per eventId: {@code keys}) and
+     * keyWithIndexToValue (one row per event: {@code 2 * keys}), so {@code 6 * keys} state rows
+     * in 4 stores; {@code --keys 100000} is a join of 200k input rows per side.
+     */
+    JOIN("stream-stream-join", "append");
 
     final String label;
     final String outputMode;
@@ -55,21 +62,37 @@ final class Workload {
       this.outputMode = outputMode;
     }
 
-    Dataset<Row> apply(Dataset<Row> events) {
+    Dataset<Row> apply(java.util.function.Supplier<Dataset<Row>> source) {
       return switch (this) {
-        case WINDOWED -> events.withWatermark("ts", "10 minutes")
+        case WINDOWED -> source.get().withWatermark("ts", "10 minutes")
             .groupBy(window(col("ts"), "5 minutes"), col("device"))
             .count();
-        case DEDUP -> events.dropDuplicates("eventId");
+        case DEDUP -> source.get().dropDuplicates("eventId");
+        case JOIN -> {
+          Dataset<Row> left = source.get()
+              .select(col("eventId").as("lid"), col("device"), col("ts").as("lts"))
+              .withWatermark("lts", "10 minutes");
+          Dataset<Row> right = source.get()
+              .select(col("eventId").as("rid"), col("ts").as("rts"))
+              .withWatermark("rts", "10 minutes");
+          yield left.join(right, org.apache.spark.sql.functions.expr(
+              "lid = rid AND rts >= lts - INTERVAL 10 MINUTES AND rts <= lts + INTERVAL 10 MINUTES"));
+        }
       };
+    }
+
+    /** State rows after the whole input: see the class comment. */
+    long stateRows(long keys) {
+      return this == JOIN ? 6 * keys : keys;
     }
 
     static Shape parse(String s) {
       return switch (s.trim().toLowerCase(java.util.Locale.ROOT)) {
         case "windowed", "windowed-count", "window" -> WINDOWED;
         case "dedup", "dropduplicates", "dedupe" -> DEDUP;
+        case "join", "stream-stream-join" -> JOIN;
         default -> throw new IllegalArgumentException("unknown shape '" + s
-            + "' (windowed, dedup)");
+            + "' (windowed, dedup, join)");
       };
     }
   }
@@ -156,9 +179,8 @@ final class Workload {
     provider.conf.forEach((k, v) -> spark.conf().set(k, v));
     spark.conf().set("spark.sql.shuffle.partitions", Integer.toString(partitions));
     try {
-      Dataset<Row> events = spark.readStream().schema(SCHEMA)
-          .option("maxFilesPerTrigger", 1).parquet(input.toString());
-      StreamingQuery query = shape.apply(events).writeStream()
+      StreamingQuery query = shape.apply(() -> spark.readStream().schema(SCHEMA)
+              .option("maxFilesPerTrigger", 1).parquet(input.toString())).writeStream()
           .format("noop")
           .outputMode(shape.outputMode)
           .option("checkpointLocation", checkpoint.toString())
