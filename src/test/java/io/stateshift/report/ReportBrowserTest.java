@@ -6,11 +6,11 @@ import io.stateshift.cli.StateShiftCli;
 import io.stateshift.monitor.MonitorSettings;
 import io.stateshift.monitor.ProgressHistory;
 import io.stateshift.monitor.StreamMonitor;
+import io.stateshift.testing.Chromium;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
-import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -36,15 +36,13 @@ import org.junit.jupiter.api.io.TempDir;
  * of the history and one bar per state partition.
  */
 class ReportBrowserTest {
-  static final String CHROMIUM = "/usr/bin/chromium";
   private final SparkSession spark = SparkTestSession.get();
 
   @TempDir Path tmp;
 
   @Test
   void chartsRenderInHeadlessChromium() throws Exception {
-    assertThat(new File(CHROMIUM)).as("Chromium is needed for this test; install it with "
-        + "`apt-get update && apt-get install -y chromium` (.ci/run does this)").exists();
+    String chromium = Chromium.installed(); // installs it on a fresh machine (root, apt-get)
 
     Path history = tmp.resolve("history");
     Path checkpoint = tmp.resolve("checkpoint");
@@ -89,7 +87,7 @@ class ReportBrowserTest {
     assertThat(html).as("self-contained: nothing loaded from elsewhere")
         .doesNotContainPattern("(src|href)\\s*=|<link|url\\(|@import|fetch\\(|XMLHttpRequest");
 
-    String dom = dumpDom(page);
+    String dom = dumpDom(chromium, page);
     assertThat(dom).contains("data-rendered=\"true\"");
     assertThat(countPoints(dom, "duration", "batch duration (ms)")).isEqualTo(batches);
     assertThat(countPoints(dom, "rates", "input rows/s")).isEqualTo(batches);
@@ -110,9 +108,9 @@ class ReportBrowserTest {
   }
 
   /** Runs headless Chromium on the page and returns the DOM after its scripts ran. */
-  private String dumpDom(Path page) throws Exception {
+  private String dumpDom(String chromium, Path page) throws Exception {
     Path profile = Files.createTempDirectory(tmp, "chromium-profile");
-    List<String> command = new ArrayList<>(List.of(CHROMIUM, "--headless", "--no-sandbox",
+    List<String> command = new ArrayList<>(List.of(chromium, "--headless", "--no-sandbox",
         "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
         "--user-data-dir=" + profile, "--dump-dom", page.toUri().toString()));
