@@ -97,6 +97,10 @@ public final class CheckpointFiles {
     }
   }
 
+  private static boolean isHadoopChecksum(Path p) {
+    return p.getName().startsWith(".") && p.getName().endsWith(".crc");
+  }
+
   /** Lists the children of a folder, without Hadoop's checksum side files; empty when absent. */
   public List<FileStatus> list(Path dir) {
     try {
@@ -115,7 +119,11 @@ public final class CheckpointFiles {
     }
   }
 
-  /** Every file below a folder (recursively), without checksum side files. */
+  /**
+   * Every file below a folder (recursively), without Hadoop's hidden {@code .<name>.crc} side
+   * files (they travel with their file on rename). Spark's own {@code <name>.crc} checksum files
+   * (state checkpoint format v2) are kept: they must move into place with the state they check.
+   */
   public List<Path> listFilesRecursively(Path dir) {
     List<Path> out = new ArrayList<>();
     try {
@@ -125,7 +133,7 @@ public final class CheckpointFiles {
       RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
       while (it.hasNext()) {
         Path p = it.next().getPath();
-        if (!p.getName().endsWith(".crc")) {
+        if (!isHadoopChecksum(p)) {
           out.add(p);
         }
       }
