@@ -209,6 +209,14 @@ class StreamMonitorTest {
     assertThat(((Number) ((Gauge<?>) inSpark.get(rowsGauge.replace(
         "operator0_dedupe.stateRows", "triggerIntervalMs"))).getValue()).doubleValue())
         .isEqualTo(300.0);
+    // ... and as a configured sink exports them: Spark's JmxSink (SparkTestSession) as MBeans.
+    javax.management.MBeanServer jmx = java.lang.management.ManagementFactory
+        .getPlatformMBeanServer();
+    javax.management.ObjectName rowsBean = jmx.queryNames(
+        new javax.management.ObjectName("metrics:*"), null).stream()
+        .filter(n -> rowsGauge.equals(n.getKeyProperty("name")))
+        .findFirst().orElseThrow(() -> new AssertionError("no JMX bean for " + rowsGauge));
+    assertThat(((Number) jmx.getAttribute(rowsBean, "Value")).doubleValue()).isPositive();
 
     query.stop();
     ProgressHistory read = ProgressHistory.read(history.toString(),

@@ -14,6 +14,8 @@ public final class SparkTestSession {
           .master("local[2]")
           .appName("stateshift-tests")
           .config("spark.ui.enabled", "false")
+          // a real metrics sink, so the monitor's metrics are checked where users read them
+          .config("spark.metrics.conf.*.sink.jmx.class", "org.apache.spark.metrics.sink.JmxSink")
           .config("spark.sql.shuffle.partitions", "4")
           .config("spark.sql.session.timeZone", "UTC")
           .config("spark.sql.extensions",
