@@ -278,6 +278,9 @@ class CrashSafetyTest {
     assertThat(StreamRun.stateInstances(restarted)).as("state partitions after the restart")
         .containsOnly((long) expected);
     assertThat(checkpoint().resolve("_stateshift/journal")).doesNotExist();
+    // Operator metadata v1 survives every failure, with the count the query runs with.
+    assertThat(java.nio.file.Files.readString(checkpoint().resolve("state/0/_metadata/metadata")))
+        .contains("\"numPartitions\":" + expected);
 
     int next = expected == TO ? AGAIN : TO;
     RepartitionResult again = StateShift.get(spark).repartitionState(checkpoint().toString())

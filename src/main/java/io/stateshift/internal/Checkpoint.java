@@ -283,9 +283,23 @@ public final class Checkpoint {
 
   /** The operator metadata text with every store's numPartitions set to {@code partitions}. */
   String metadataWithPartitions(Path path, int partitions) {
-    String text = files.readText(path);
-    String versionLine = text.substring(0, text.indexOf('\n'));
-    ObjectNode node = readMetadataJson(path);
+    return metadataWithPartitions(files.readText(path), partitions, path);
+  }
+
+  /** The same for metadata text kept elsewhere (the journal); {@code origin} names it in errors. */
+  String metadataWithPartitions(String text, int partitions, Path origin) {
+    int lineBreak = text.indexOf('\n');
+    String versionLine = lineBreak < 0 ? "" : text.substring(0, lineBreak);
+    ObjectNode node;
+    try {
+      if (!versionLine.matches("v[12]")) {
+        throw new IllegalArgumentException();
+      }
+      node = (ObjectNode) JSON.readTree(text.substring(lineBreak + 1));
+    } catch (Exception e) {
+      throw corrupt(files, files.relativize(origin) + " is not operator metadata Spark can read",
+          RESTORE);
+    }
     for (JsonNode store : (ArrayNode) node.get("stateStoreInfo")) {
       ((ObjectNode) store).put("numPartitions", partitions);
     }

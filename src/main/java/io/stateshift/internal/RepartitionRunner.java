@@ -443,8 +443,13 @@ public final class RepartitionRunner {
   private void finalizeLayout(Checkpoint checkpoint, RepartitionJournal journal) {
     for (StatefulOperator op : checkpoint.operators()) {
       Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
+      String before = journal.replacedMetadata().get(Long.toString(op.id()));
       if (files.exists(v1)) {
         files.replace(v1, checkpoint.metadataWithPartitions(v1, journal.toPartitions()));
+      } else if (before != null) {
+        // An overwrite that is not atomic (delete, then rename) failed in between: the journal
+        // kept the text, so the file is written again rather than lost.
+        files.replace(v1, checkpoint.metadataWithPartitions(before, journal.toPartitions(), v1));
       }
       FailPoints.reached("metadata-v1");
       for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
