@@ -200,8 +200,10 @@ class CrashSafetyTest {
     assertThat(failed).as("the chosen operation ran and failed").isNotNull();
     boolean switched = FINISHED_BY_RECOVERY.contains(step);
     if (error == null) {
-      // Only a best-effort clean-up (a temporary file, the lock at the very end) may fail silently.
-      assertThat(failed.kind()).isEqualTo("delete");
+      // Only a best-effort clean-up (a temporary file, the lock or an empty folder at the very
+      // end, the history record) may fail silently.
+      assertThat(failed.kind()).isIn("delete", "mkdirs");
+      assertThat(step).isIn("commit", "journal-finalizing", "metadata-v1", "retired", "history");
       switched = true;
     } else {
       assertThat(error).isInstanceOf(StateShiftException.class)
@@ -339,9 +341,12 @@ class CrashSafetyTest {
       walk.forEach(p -> {
         try {
           Path target = to.resolve(from.relativize(p).toString());
+          String name = p.getFileName().toString();
           if (Files.isDirectory(p)) {
             Files.createDirectories(target);
-          } else {
+          } else if (!(name.startsWith(".") && name.endsWith(".crc"))) {
+            // Hadoop's local checksum side files are left out: faulty:// writes through the raw
+            // local file system, which would leave them stale for the checksummed file:// reads.
             Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
           }
         } catch (IOException e) {

@@ -34,9 +34,16 @@ final class StateVersions {
     List<Long> versions = pick(loadableVersions(layout), maxVersions);
     CheckpointFiles files = layout.checkpoint().files();
     for (long version : versions) {
+      // Format v2 loads a version by the ids its batch committed; a purged commit: skip it.
+      StateCheckpointIds ids = null;
+      if (layout.checkpointIdsEnabled()) {
+        if (!files.exists(files.path("commits/" + (version - 1)))) {
+          continue;
+        }
+        ids = layout.checkpoint().checkpointIds(version - 1);
+      }
       List<StateCensus.Count> counts = new StateCensus(files.path("state").toString(),
-          layout.storeConf(), files.conf(), layout.stores(), layout.partitions(), version,
-          layout.checkpoint().checkpointIds(version - 1)) // v2: the ids batch version-1 committed
+          layout.storeConf(), files.conf(), layout.stores(), layout.partitions(), version, ids)
           .run(spark);
       Map<String, Long> rows = new LinkedHashMap<>();
       for (StoreSpec spec : layout.stores()) {
