@@ -76,11 +76,17 @@ final class RunningQueryCheck {
             + "to " + action + " now, or wait " + (window - ageMs + 999) / 1000 + " s.");
   }
 
-  /** The most recently written file of the offset and commit logs. */
+  /**
+   * The most recently written file of the offset and commit logs, leaving out the entries of the
+   * last repartition's own batch: stateshift wrote them, no query did.
+   */
   private static Optional<FileStatus> newestLogFile(CheckpointFiles files) {
+    String ownBatch = RepartitionHistory.latest(files)
+        .map(last -> Long.toString(last.newBatch())).orElse(null);
     return java.util.stream.Stream.of("offsets", "commits")
         .flatMap(dir -> files.list(files.path(dir)).stream())
         .filter(FileStatus::isFile)
+        .filter(status -> !status.getPath().getName().equals(ownBatch))
         .max(Comparator.comparingLong(FileStatus::getModificationTime));
   }
 }
