@@ -1,13 +1,18 @@
 package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.stateshift.internal.CheckpointFiles;
+import io.stateshift.internal.CheckpointLock;
+import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
@@ -22,7 +27,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The oracle on a real HDFS: a MiniDFSCluster (NameNode and DataNode in this JVM) holds the
- * checkpoint; lock, journal, staging and the switch all go through the HDFS client.
+ * checkpoint; lock, journal, staging and the switch all go through the HDFS client, and a
+ * second repartition is refused while the lock is held, leaving the checkpoint unchanged.
  */
 class HdfsCheckpointTest {
   private static MiniDFSCluster cluster;
@@ -54,6 +60,8 @@ class HdfsCheckpointTest {
     run.writeEvents(0, 300, 30);
     run.writeEvents(1, 300, 30);
     run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(4));
+
+    assertASecondRepartitionIsRefusedWhileTheLockIsHeld(checkpoint);
 
     RepartitionResult up = StateShift.get(spark).repartitionState(checkpoint).toPartitions(6)
         .execute();
@@ -87,5 +95,23 @@ class HdfsCheckpointTest {
         oracleSink, StateStores.HDFS.withPartitions(2));
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT)).isNotEmpty()
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
+  }
+
+  /** Exclusivity on HDFS: the lock file is created only if absent, so a second attempt stops. */
+  private void assertASecondRepartitionIsRefusedWhileTheLockIsHeld(String checkpoint)
+      throws java.io.IOException {
+    FileSystem hdfs = cluster.getFileSystem();
+    org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(checkpoint);
+    CheckpointFiles files = CheckpointFiles.at(checkpoint,
+        spark.sparkContext().hadoopConfiguration());
+    try (CheckpointLock held = CheckpointLock.acquire(files, "repartition to 8", 600_000)) {
+      Map<String, String> before = CheckpointDigest.of(hdfs, root);
+      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint).toPartitions(6)
+          .execute())
+          .isInstanceOf(StateShiftException.class)
+          .hasMessageContaining("is locked by")
+          .hasMessageContaining("(repartition to 8)");
+      assertThat(CheckpointDigest.of(hdfs, root)).isEqualTo(before);
+    }
   }
 }

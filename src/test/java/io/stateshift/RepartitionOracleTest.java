@@ -26,8 +26,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * exactly what the same query writes when run without interruption over the same input.
  */
 class RepartitionOracleTest {
-  static final int FIRST_PART_FILES = 3;
-  static final int ALL_EVENT_FILES = 6;
+  static final int EVENT_FILES_PER_PART = 2;
+  static final int ALL_EVENT_FILES = 3 * EVENT_FILES_PER_PART;
   static final int ROWS_PER_FILE = 400;
   static final int DEVICES = 60;
 
@@ -36,29 +36,51 @@ class RepartitionOracleTest {
 
   @TempDir Path tmp;
 
+  /** Every query on every store; each case first increases, then decreases the count. */
   static Stream<Arguments> matrix() {
     List<Arguments> out = new ArrayList<>();
     for (StatefulQueries query : StatefulQueries.values()) {
       for (StateStores store : StateStores.values()) {
-        out.add(Arguments.of(query, store, 4, 8));
-        out.add(Arguments.of(query, store, 8, 3));
+        out.add(Arguments.of(query, store, 4, 8, 3));
       }
     }
     return out.stream();
   }
 
-  @ParameterizedTest(name = "{0} on {1}: {2} -> {3} partitions")
+  /**
+   * One checkpoint goes {@code first -> up -> down}, with input between the steps, so each case
+   * proves an increase and a decrease (and a second repartition of a repartitioned checkpoint).
+   */
+  @ParameterizedTest(name = "{0} on {1}: {2} -> {3} -> {4} partitions")
   @MethodSource("matrix")
   void repartitionedQueryWritesExactlyTheUninterruptedOutput(StatefulQueries query,
-      StateStores store, int from, int to) {
+      StateStores store, int first, int up, int down) {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
-    for (int i = 0; i < FIRST_PART_FILES; i++) {
+    for (int i = 0; i < EVENT_FILES_PER_PART; i++) {
       run.writeEvents(i, ROWS_PER_FILE, DEVICES);
     }
-    run.runAvailable(query, checkpoint, sink, store.withPartitions(from));
+    run.runAvailable(query, checkpoint, sink, store.withPartitions(first));
 
+    repartitionAndCheck(checkpoint, first, up);
+    for (int i = EVENT_FILES_PER_PART; i < 2 * EVENT_FILES_PER_PART; i++) {
+      run.writeEvents(i, ROWS_PER_FILE, DEVICES);
+    }
+    // The session still asks for the first count: the checkpoint's count must win.
+    assertRunsWith(run.runAvailable(query, checkpoint, sink, store.withPartitions(first)), up);
+
+    repartitionAndCheck(checkpoint, up, down);
+    for (int i = 2 * EVENT_FILES_PER_PART; i < ALL_EVENT_FILES; i++) {
+      run.writeEvents(i, ROWS_PER_FILE, DEVICES);
+    }
+    run.writeFlush(ALL_EVENT_FILES);
+    assertRunsWith(run.runAvailable(query, checkpoint, sink, store.withPartitions(first)), down);
+
+    assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle(query));
+  }
+
+  private void repartitionAndCheck(Path checkpoint, int from, int to) {
     RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
         .toPartitions(to).execute();
 
@@ -68,23 +90,16 @@ class RepartitionOracleTest {
     assertThat(result.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
     StateAssertions.assertMetadataReports(spark, checkpoint, to);
+  }
 
-    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
-      run.writeEvents(i, ROWS_PER_FILE, DEVICES);
-    }
-    run.writeFlush(ALL_EVENT_FILES);
-    // The session still asks for the old count: the checkpoint's new count must win.
-    List<StreamingQueryProgress> progress =
-        run.runAvailable(query, checkpoint, sink, store.withPartitions(from));
-
+  private static void assertRunsWith(List<StreamingQueryProgress> progress, int partitions) {
     assertThat(progress).isNotEmpty();
     for (StreamingQueryProgress p : progress) {
       for (StateOperatorProgress op : p.stateOperators()) {
-        assertThat(op.numShufflePartitions()).isEqualTo(to);
-        assertThat(op.numStateStoreInstances()).isEqualTo(to);
+        assertThat(op.numShufflePartitions()).isEqualTo(partitions);
+        assertThat(op.numStateStoreInstances()).isEqualTo(partitions);
       }
     }
-    assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle(query));
   }
 
   /** The same query over the same files, on a fresh checkpoint, in one uninterrupted run. */

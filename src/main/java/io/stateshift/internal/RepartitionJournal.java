@@ -81,7 +81,12 @@ public record RepartitionJournal(
   static Optional<RepartitionJournal> read(CheckpointFiles files) {
     Path path = path(files);
     if (!files.exists(path)) {
-      return Optional.empty();
+      // A save that failed between moving the old record aside and writing the new one: the old
+      // record is the truth (every phase's steps are idempotent, so redoing them is safe).
+      path = previousPath(files);
+      if (!files.exists(path)) {
+        return Optional.empty();
+      }
     }
     try {
       return Optional.of(JSON.readValue(files.readText(path), RepartitionJournal.class));
@@ -90,15 +95,45 @@ public record RepartitionJournal(
     }
   }
 
+  /**
+   * Saves this record without a moment in which none exists. An overwriting rename is not atomic
+   * on every file system (Hadoop's FileContext on a local disk deletes the target, then renames),
+   * so the current record is first moved aside to {@code journal.previous}, the new one written
+   * beside it, and the previous one deleted last (best effort). Readers take {@code journal} when
+   * it exists and {@code journal.previous} otherwise.
+   */
   void save(CheckpointFiles files) {
+    String text;
     try {
-      files.replace(path(files), JSON.writeValueAsString(this));
+      text = JSON.writeValueAsString(this);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
+    Path current = path(files);
+    Path previous = previousPath(files);
+    if (files.exists(current)) {
+      if (files.exists(previous)) {
+        files.delete(previous, false); // left by a save that failed at its last step
+      }
+      try {
+        files.rename(current, previous, false);
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("Cannot write " + current + ": " + e.getMessage(), e);
+      }
+    }
+    files.writeNew(current, text);
+    // Saved. A previous record left behind is harmless: readers prefer the current one, and the
+    // next save or the final delete removes it.
+    files.deleteQuietly(previous);
   }
 
+  /** Removes the record: the previous one first, so a failure in between leaves the current. */
   static void delete(CheckpointFiles files) {
+    files.delete(previousPath(files), false);
     files.delete(path(files), false);
+  }
+
+  private static Path previousPath(CheckpointFiles files) {
+    return files.path(DIR + "/journal.previous");
   }
 }

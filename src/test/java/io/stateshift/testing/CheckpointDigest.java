@@ -35,6 +35,30 @@ public final class CheckpointDigest {
     return out;
   }
 
+  /** The same digest for a checkpoint on any Hadoop file system (for example a MiniDFSCluster). */
+  public static Map<String, String> of(org.apache.hadoop.fs.FileSystem fs,
+      org.apache.hadoop.fs.Path root) {
+    awaitQueryEvents();
+    Map<String, String> out = new TreeMap<>();
+    try {
+      String prefix = fs.makeQualified(root).toUri().getPath() + "/";
+      var files = fs.listFiles(root, true);
+      while (files.hasNext()) {
+        org.apache.hadoop.fs.Path file = files.next().getPath();
+        MessageDigest sha = MessageDigest.getInstance("SHA-256");
+        try (var in = fs.open(file)) {
+          out.put(file.toUri().getPath().substring(prefix.length()),
+              HexFormat.of().formatHex(sha.digest(in.readAllBytes())));
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    return out;
+  }
+
   /** See {@link StreamRun#awaitQueryEvents}: a digest must see the settled checkpoint. */
   private static void awaitQueryEvents() {
     org.apache.spark.sql.SparkSession.getDefaultSession().foreach(session -> {
