@@ -189,6 +189,11 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
         continue;
       }
       if (op.name().equals(TRANSFORM_WITH_STATE)) {
+        if (!provider.equals(ROCKSDB_PROVIDER)) { // Spark runs it on RocksDB only
+          throw Checkpoint.corrupt(files, "operator " + op.id() + " (transformWithState) keeps "
+              + "its state in RocksDB column families, but the offset log names " + provider,
+              RESTORE);
+        }
         for (StatefulOperator.Store store : op.stores()) {
           stores.add(TransformWithStateLayout.storeSpec(checkpoint, op, store, stores.size(),
               storeConf));
