@@ -230,6 +230,31 @@ class OperatorOracleTest {
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 
+  /**
+   * flatMapGroupsWithState state format 1 with a timeout: Spark 4.2's own state validation
+   * rejects its rows outside the query, so it is refused, naming the fix, and left unchanged.
+   */
+  @Test
+  void flatMapGroupsWithStateFormat1WithATimeoutIsRefusedAndTheCheckpointIsUnchanged() {
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    conf.put(FMGWS_FORMAT, "1");
+    run.writeRotatingEvents(0, ROTATING_ROWS);
+    run.runAvailable(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, checkpoint, tmp.resolve("sink"),
+        conf);
+    var before = CheckpointDigest.of(checkpoint);
+
+    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(8).execute())
+        .isInstanceOfSatisfying(StateShiftException.class,
+            e -> assertThat(e.reason()).isEqualTo(Reason.UNSUPPORTED_OPERATOR))
+        .hasMessageContaining("with a timeout")
+        .hasMessageContaining("state format 1")
+        .hasMessageContaining("new checkpoint");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
   /** The on-demand path: the same join restarted with only the partition setting changed. */
   @Test
   void aJoinRestartedWithANewPartitionSettingIsRepartitionedOnDemand() {

@@ -41,6 +41,9 @@ final class QueryShapeCheck {
             + types(ScalaBridge.javaList(f.groupingAttributes())));
       } else if (node instanceof Join j && j.left().isStreaming() && j.right().isStreaming()) {
         query.add(StateLayout.JOIN); // its keys come from the join condition, checked by Spark
+      } else if (node.isStreaming() && node.getClass().getSimpleName().equals("TransformWithState")) {
+        // its state variables and their schemas are checked by Spark's state schema check
+        query.add(StateLayout.TRANSFORM_WITH_STATE);
       } else if (node.isStreaming() && isOtherStateful(node)) {
         unknown[0] = true;
       }
@@ -57,7 +60,8 @@ final class QueryShapeCheck {
       }
       lastOperator = store.operatorId();
       if (store.operatorName().equals(StateLayout.SESSION_WINDOW)
-          || store.operatorName().equals(StateLayout.JOIN)) {
+          || store.operatorName().equals(StateLayout.JOIN)
+          || store.operatorName().equals(StateLayout.TRANSFORM_WITH_STATE)) {
         checkpoint.add(store.operatorName());
         continue;
       }

@@ -69,6 +69,9 @@ final class StateCensus implements Serializable {
 
   private Count count(Task task) {
     StoreSpec spec = stores.get(task.slot());
+    if (spec.hasColumnFamilies()) {
+      return countColumnFamilies(task, spec);
+    }
     StateStoreProvider provider = StateStores.open(stateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     try {
@@ -95,6 +98,26 @@ final class StateCensus implements Serializable {
       }
     } finally {
       provider.close();
+    }
+  }
+
+  /** The same for a store with several column families: every entry of every family counts. */
+  private Count countColumnFamilies(Task task, StoreSpec spec) {
+    try (ColumnFamilyStates.Reader reader = new ColumnFamilyStates.Reader(stateRoot, spec,
+        task.partition(), version, StateStores.checkpointId(checkpointIds, spec, task.partition()),
+        storeConf, hadoopConf.value())) {
+      long count = 0;
+      long bytes = 0;
+      long misplaced = 0;
+      for (var entries = reader.entries(spec, partitions); entries.hasNext(); ) {
+        ColumnFamilyStates.Entry entry = entries.next();
+        count++;
+        bytes += entry.bytes();
+        if (entry.newPartition() != task.partition()) {
+          misplaced++;
+        }
+      }
+      return new Count(task.slot(), task.partition(), count, bytes, misplaced);
     }
   }
 }

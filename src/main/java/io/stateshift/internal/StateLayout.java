@@ -40,15 +40,17 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
   static final String JOIN = "symmetricHashJoin";
   static final String SESSION_WINDOW = "sessionWindowStateStoreSaveExec";
   static final String FLAT_MAP_GROUPS_WITH_STATE = "flatMapGroupsWithState";
+  static final String TRANSFORM_WITH_STATE = "transformWithStateExec";
   /** Spark's operator names (operator metadata) of the operators stateshift repartitions. */
   static final Set<String> SUPPORTED_OPERATORS = Set.of("stateStoreSave", "dedupe",
-      "dedupeWithinWatermark", SESSION_WINDOW, FLAT_MAP_GROUPS_WITH_STATE, JOIN);
+      "dedupeWithinWatermark", SESSION_WINDOW, FLAT_MAP_GROUPS_WITH_STATE, JOIN,
+      TRANSFORM_WITH_STATE);
   /** What users know them as, for error messages. */
   static final String SUPPORTED_DESCRIPTION = "streaming aggregations (stateStoreSave), "
       + "dropDuplicates (dedupe), dropDuplicatesWithinWatermark (dedupeWithinWatermark), session "
       + "windows (" + SESSION_WINDOW + "), mapGroupsWithState / flatMapGroupsWithState ("
-      + FLAT_MAP_GROUPS_WITH_STATE + ") and stream-stream joins (" + JOIN + ", join state "
-      + "formats 1 and 2)";
+      + FLAT_MAP_GROUPS_WITH_STATE + "), transformWithState (" + TRANSFORM_WITH_STATE + ") and "
+      + "stream-stream joins (" + JOIN + ", join state formats 1 and 2)";
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
   static final String FMGWS_FORMAT =
       "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
@@ -184,6 +186,18 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     for (StatefulOperator op : operators) {
       boolean join = op.name().equals(JOIN);
       if (!SUPPORTED_OPERATORS.contains(op.name()) || (join && joinFormat > 2)) {
+        continue;
+      }
+      if (op.name().equals(TRANSFORM_WITH_STATE)) {
+        if (!provider.equals(ROCKSDB_PROVIDER)) { // Spark runs it on RocksDB only
+          throw Checkpoint.corrupt(files, "operator " + op.id() + " (transformWithState) keeps "
+              + "its state in RocksDB column families, but the offset log names " + provider,
+              RESTORE);
+        }
+        for (StatefulOperator.Store store : op.stores()) {
+          stores.add(TransformWithStateLayout.storeSpec(checkpoint, op, store, stores.size(),
+              storeConf));
+        }
         continue;
       }
       for (StatefulOperator.Store store : op.stores()) {

@@ -87,7 +87,10 @@ final class StateRedistributionJob implements Serializable {
     this.writeBatchId = lastCommittedBatch + 1;
     this.rocksDb = rocksDb;
     this.compressionCodec = compressionCodec;
-    this.rocksDbMode = rocksDb ? RocksDbSnapshotWriter.mode(storeConf) : null;
+    // column families (transformWithState) go through the provider's puts: see ColumnFamilyStates
+    this.rocksDbMode = !rocksDb ? null
+        : stores.stream().anyMatch(StoreSpec::hasColumnFamilies) ? RocksDbSnapshotWriter.Mode.PUTS
+        : RocksDbSnapshotWriter.mode(storeConf);
   }
 
   /** The way new RocksDB partitions are written, and why when it is the slower one. */
@@ -95,8 +98,12 @@ final class StateRedistributionJob implements Serializable {
     if (!rocksDb) {
       return "hdfs-snapshot";
     }
-    return rocksDbMode == RocksDbSnapshotWriter.Mode.SST ? "rocksdb-sst-ingest"
-        : "rocksdb-puts (" + RocksDbSnapshotWriter.reasonForPuts(storeConf) + ")";
+    if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
+      return "rocksdb-sst-ingest";
+    }
+    String reason = stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
+        ? "column families" : RocksDbSnapshotWriter.reasonForPuts(storeConf);
+    return "rocksdb-puts (" + reason + ")";
   }
 
   /**
@@ -147,6 +154,9 @@ final class StateRedistributionJob implements Serializable {
 
   private Iterator<Tuple2<byte[], Object>> read(SourceTask task) {
     StoreSpec spec = stores.get(task.slot());
+    if (spec.hasColumnFamilies()) {
+      return readColumnFamilies(task, spec);
+    }
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     ReadStateStore store = provider.getReadStore(readVersion,
@@ -201,6 +211,40 @@ final class StateRedistributionJob implements Serializable {
     };
   }
 
+  /** The read side for a store with several column families (transformWithState). */
+  private Iterator<Tuple2<byte[], Object>> readColumnFamilies(SourceTask task, StoreSpec spec) {
+    ColumnFamilyStates.Reader reader = new ColumnFamilyStates.Reader(liveStateRoot, spec,
+        task.partition(), readVersion,
+        StateStores.checkpointId(readCheckpointIds, spec, task.partition()), storeConf,
+        hadoopConf.value());
+    TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
+    Iterator<ColumnFamilyStates.Entry> entries = reader.entries(spec, newPartitions);
+    int firstTarget = spec.slot() * newPartitions;
+    return new Iterator<>() {
+      long count;
+      long bytes;
+      boolean reported;
+
+      @Override
+      public boolean hasNext() {
+        boolean more = entries.hasNext();
+        if (!more && !reported) {
+          reported = true;
+          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes, null));
+        }
+        return more;
+      }
+
+      @Override
+      public Tuple2<byte[], Object> next() {
+        ColumnFamilyStates.Entry entry = entries.next();
+        count++;
+        bytes += entry.bytes();
+        return new Tuple2<>(entry.record(firstTarget + entry.newPartition()), null);
+      }
+    };
+  }
+
   // ---- write side: runs in a task per new (store, partition) ----
 
   private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> shuffled) {
@@ -224,6 +268,11 @@ final class StateRedistributionJob implements Serializable {
     PartitionCount count;
     if (!rocksDb) {
       count = writeHdfsSnapshot(spec, partition, records);
+    } else if (spec.hasColumnFamilies()) {
+      RocksDbSnapshotWriter.Written written = ColumnFamilyStates.write(stateRoot, spec, partition,
+          storeConf, hadoopConf.value(), writeBatchId, records);
+      count = new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
+          written.checkpointId());
     } else {
       RocksDbSnapshotWriter.Written written = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
           ? RocksDbSnapshotWriter.writeSorted(stateRoot, spec, partition, storeConf,

@@ -37,6 +37,20 @@ final class StateStores {
         ScalaBridge.none());
   }
 
+  /**
+   * A provider for one partition of a store with several column families (transformWithState).
+   * Its default column family is a placeholder; every real one must be registered on each store
+   * the provider opens ({@link ColumnFamilyStates#registerAll}).
+   */
+  static StateStoreProvider openWithColumnFamilies(String stateRoot, StoreSpec spec, int partition,
+      StateStoreConf storeConf, Configuration hadoopConf) {
+    StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
+    return StateStoreProvider$.MODULE$.createAndInit(
+        new StateStoreProviderId(id, UUID.randomUUID()), spec.keySchema(), spec.valueSchema(),
+        new NoPrefixKeyStateEncoderSpec(spec.keySchema()), true, storeConf,
+        new Configuration(hadoopConf), false, ScalaBridge.none());
+  }
+
   /** How the store's keys are encoded: whole-key, or prefix-scannable on the first n columns. */
   static KeyStateEncoderSpec keyEncoderSpec(StoreSpec spec) {
     return spec.numColsPrefixKey() > 0
@@ -61,9 +75,25 @@ final class StateStores {
     private final UnsafeProjection partitionId;
 
     KeyPlacement(StoreSpec spec, int partitions) {
-      this.extractor = StatePartitionKeyExtractorFactory.create(spec.operatorName(),
+      this(StatePartitionKeyExtractorFactory.create(spec.operatorName(),
           spec.keySchema(), spec.storeName(), DEFAULT_COLUMN_FAMILY, formatVersion(spec),
-          ScalaBridge.none());
+          ScalaBridge.none()), partitions);
+    }
+
+    /**
+     * Placement of the keys of one column family of a transformWithState store: Spark's
+     * extractor for the family's state variable finds the grouping key inside its key (the whole
+     * key of value and list state, the first field of a map state or timer key, the element
+     * key inside a TTL index entry, the second field of a timer's expiry-ordered index).
+     */
+    KeyPlacement(StoreSpec spec, ColumnFamily family, int partitions) {
+      this(StatePartitionKeyExtractorFactory.create(spec.operatorName(), family.keySchema(),
+          spec.storeName(), family.name(), ScalaBridge.none(),
+          scala.Option.apply(family.stateVariable())), partitions);
+    }
+
+    private KeyPlacement(StatePartitionKeyExtractor extractor, int partitions) {
+      this.extractor = extractor;
       List<Expression> fields = new ArrayList<>();
       StructField[] keyFields = extractor.partitionKeySchema().fields();
       for (int i = 0; i < keyFields.length; i++) {

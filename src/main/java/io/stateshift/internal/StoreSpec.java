@@ -10,6 +10,8 @@ import org.apache.spark.sql.types.StructType;
  * @param numColsPrefixKey leading key columns the store's encoder scans by (session windows)
  * @param stateFormatVersion the operator's state format version where placement depends on it
  *     (stream-stream joins), else 0
+ * @param columnFamilies for a store with several column families (transformWithState) every one
+ *     of them; empty for a store with only the default one, whose schema is keySchema/valueSchema
  */
 public record StoreSpec(
     int slot,
@@ -19,7 +21,19 @@ public record StoreSpec(
     int numColsPrefixKey,
     StructType keySchema,
     StructType valueSchema,
-    int stateFormatVersion) implements Serializable {
+    int stateFormatVersion,
+    java.util.List<ColumnFamily> columnFamilies) implements Serializable {
+
+  StoreSpec(int slot, long operatorId, String operatorName, String storeName, int numColsPrefixKey,
+      StructType keySchema, StructType valueSchema, int stateFormatVersion) {
+    this(slot, operatorId, operatorName, storeName, numColsPrefixKey, keySchema, valueSchema,
+        stateFormatVersion, java.util.List.of());
+  }
+
+  /** True for a transformWithState store: state variables, timers and TTL indexes side by side. */
+  boolean hasColumnFamilies() {
+    return !columnFamilies.isEmpty();
+  }
 
   public String dir(int partition) {
     return StatefulOperator.storeDir(operatorId, partition, storeName);

@@ -18,6 +18,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.TimeMode;
 import scala.Tuple2;
 import scala.Tuple3;
 
@@ -62,6 +63,19 @@ public enum OperatorQueries {
       .flatMapGroupsWithState(new CountUntilProcessingTimeout(), OutputMode.Append(), state(),
           output(), GroupStateTimeout.ProcessingTimeTimeout())
       .toDF("device", "count", "kind")),
+  /**
+   * transformWithState in processing-time mode: value, list and map state with and without a
+   * short TTL, processing-time timers ({@link DeviceStateProcessor}).
+   */
+  TWS_PROCESSING_TIME("append", s -> byDevice(s, null)
+      .transformWithState(new DeviceStateProcessor(false), TimeMode.ProcessingTime(),
+          OutputMode.Append(), Encoders.STRING())
+      .toDF("line")),
+  /** transformWithState in event-time mode: the same state without TTL, event-time timers. */
+  TWS_EVENT_TIME("append", s -> byDevice(s, "1 minute")
+      .transformWithState(new DeviceStateProcessor(true), TimeMode.EventTime(),
+          OutputMode.Append(), Encoders.STRING())
+      .toDF("line")),
   /**
    * A grouped count whose input is already hash partitioned by a subset of its key: with
    * useStrictDistribution=false Spark keeps that placement for the state (SPARK-38204).

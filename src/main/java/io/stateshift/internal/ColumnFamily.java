@@ -1,0 +1,25 @@
+package io.stateshift.internal;
+
+import java.io.Serializable;
+import org.apache.spark.sql.execution.streaming.operators.stateful.transformwithstate.TransformWithStateVariableInfo;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * One column family of a store that keeps several (transformWithState): a user state variable or
+ * one of Spark's internal ones (timers, TTL indexes), as the state schema v3 file lists it.
+ *
+ * @param encoderSpec how keys are encoded (whole key, prefix scan or range scan), from the schema
+ * @param multipleValues a list state: several values per key, written with put then merge
+ * @param internal Spark's own column family (name starting with {@code $})
+ * @param stateVariable the state variable it belongs to, which tells Spark's partition key
+ *     extractor where the grouping key sits in this column family's key
+ */
+record ColumnFamily(
+    String name,
+    StructType keySchema,
+    StructType valueSchema,
+    KeyStateEncoderSpec encoderSpec,
+    boolean multipleValues,
+    boolean internal,
+    TransformWithStateVariableInfo stateVariable) implements Serializable {}
