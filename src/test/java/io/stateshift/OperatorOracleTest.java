@@ -37,9 +37,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The oracle for joins, session windows, flatMapGroupsWithState and queries with several stateful
  * operators: stopped, repartitioned and restarted, a query writes exactly what it writes when run
  * without interruption over the same input; every key of every store sits in the partition Spark
- * assigns it; timers registered before the repartition fire after it, once. Providers and
- * directions alternate across operators so every (operator, provider) pair and both directions
- * are covered without the full cross product.
+ * assigns it; timers registered before the repartition fire after it, once. Every operator runs
+ * on the HDFS-backed store and on RocksDB, and every checkpoint is repartitioned up and then
+ * down, with input between.
  */
 class OperatorOracleTest {
   static final int FIRST_PART_FILES = 2;
@@ -59,37 +59,49 @@ class OperatorOracleTest {
 
   @TempDir Path tmp;
 
+  /**
+   * Every operator on the HDFS-backed store and on RocksDB (with or without changelog
+   * checkpointing, alternating), each repartitioned up and then down on one checkpoint.
+   */
   static Stream<Arguments> scenarios() {
-    return Stream.of(
-        Arguments.of(OperatorQueries.JOIN_INNER, StateStores.HDFS, 4, 8, JOIN_FORMAT, "2"),
-        Arguments.of(OperatorQueries.JOIN_LEFT_OUTER, StateStores.ROCKSDB, 8, 3, JOIN_FORMAT, "2"),
-        Arguments.of(OperatorQueries.JOIN_RIGHT_OUTER, StateStores.ROCKSDB_CHANGELOG, 4, 8,
-            JOIN_FORMAT, "2"),
-        Arguments.of(OperatorQueries.JOIN_FULL_OUTER, StateStores.HDFS, 8, 3, JOIN_FORMAT, "2"),
-        Arguments.of(OperatorQueries.JOIN_LEFT_SEMI, StateStores.ROCKSDB, 4, 8, JOIN_FORMAT, "2"),
-        Arguments.of(OperatorQueries.JOIN_INNER, StateStores.ROCKSDB, 8, 3, JOIN_FORMAT, "1"),
-        Arguments.of(OperatorQueries.SESSION_WINDOW_COUNT, StateStores.HDFS, 8, 3,
-            "spark.sql.streaming.sessionWindow.stateFormatVersion", "1"),
-        Arguments.of(OperatorQueries.SESSION_WINDOW_COUNT, StateStores.ROCKSDB, 4, 8,
-            "spark.sql.streaming.sessionWindow.stateFormatVersion", "1"),
-        Arguments.of(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, StateStores.HDFS, 4, 8,
-            FMGWS_FORMAT, "2"),
-        Arguments.of(OperatorQueries.MAP_NO_TIMEOUT, StateStores.HDFS, 4, 8, FMGWS_FORMAT, "1"),
-        Arguments.of(OperatorQueries.MAP_EVENT_TIME_TIMEOUT, StateStores.ROCKSDB_CHANGELOG, 8, 3,
-            FMGWS_FORMAT, "2"),
-        Arguments.of(OperatorQueries.MAP_NO_TIMEOUT, StateStores.ROCKSDB, 4, 8, FMGWS_FORMAT, "2"),
-        Arguments.of(OperatorQueries.JOIN_THEN_WINDOWED_COUNT, StateStores.ROCKSDB, 8, 3,
-            JOIN_FORMAT, "2"));
+    String session = "spark.sql.streaming.sessionWindow.stateFormatVersion";
+    List<Arguments> out = new ArrayList<>();
+    for (StateStores store : List.of(StateStores.HDFS, StateStores.ROCKSDB)) {
+      boolean hdfs = store == StateStores.HDFS;
+      out.add(Arguments.of(OperatorQueries.JOIN_INNER,
+          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+      out.add(Arguments.of(OperatorQueries.JOIN_INNER, store, JOIN_FORMAT, "1"));
+      out.add(Arguments.of(OperatorQueries.JOIN_LEFT_OUTER, store, JOIN_FORMAT, "2"));
+      out.add(Arguments.of(OperatorQueries.JOIN_RIGHT_OUTER,
+          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+      out.add(Arguments.of(OperatorQueries.JOIN_FULL_OUTER, store, JOIN_FORMAT, "2"));
+      out.add(Arguments.of(OperatorQueries.JOIN_LEFT_SEMI,
+          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+      out.add(Arguments.of(OperatorQueries.SESSION_WINDOW_COUNT,
+          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, session, "1"));
+      out.add(Arguments.of(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, store, FMGWS_FORMAT,
+          "2"));
+      out.add(Arguments.of(OperatorQueries.MAP_EVENT_TIME_TIMEOUT,
+          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, FMGWS_FORMAT, "2"));
+      out.add(Arguments.of(OperatorQueries.MAP_NO_TIMEOUT, store, FMGWS_FORMAT, hdfs ? "1" : "2"));
+      out.add(Arguments.of(OperatorQueries.JOIN_THEN_WINDOWED_COUNT,
+          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+    }
+    return out.stream();
   }
 
-  @ParameterizedTest(name = "{0} on {1}: {2} -> {3}, {4}={5}")
+  static final int FIRST = 3;
+  static final int UP = 5;
+  static final int DOWN = 2;
+
+  @ParameterizedTest(name = "{0} on {1}: 3 -> 5 -> 2, {2}={3}")
   @MethodSource("scenarios")
   void repartitionedQueryWritesExactlyTheUninterruptedOutput(OperatorQueries query,
-      StateStores store, int from, int to, String formatConf, String format) {
+      StateStores store, String formatConf, String format) {
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
-    Map<String, String> conf = new HashMap<>(store.withPartitions(from));
+    Map<String, String> conf = new HashMap<>(store.withPartitions(FIRST));
     conf.put(formatConf, format);
     for (int i = 0; i < FIRST_PART_FILES; i++) {
       writeEvents(run, query, i);
@@ -97,23 +109,18 @@ class OperatorOracleTest {
     startOnNewCheckpoint(run, query, checkpoint, sink, conf);
     List<String> beforeRepartition = run.sinkRows(sink, query);
 
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(to).execute();
+    repartitionAndCheck(checkpoint, FIRST, UP);
+    writeEvents(run, query, FIRST_PART_FILES);
+    // The session still asks for the first count: the checkpoint's count must win.
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), UP);
 
-    assertThat(result.fromPartitions()).isEqualTo(from);
-    assertThat(result.toPartitions()).isEqualTo(to);
-    assertThat(result.rowsMoved()).isPositive();
-    assertThat(result.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
-    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), to);
-    StateAssertions.assertMetadataReports(spark, checkpoint, to);
-
-    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
+    repartitionAndCheck(checkpoint, UP, DOWN);
+    for (int i = FIRST_PART_FILES + 1; i < ALL_EVENT_FILES; i++) {
       writeEvents(run, query, i);
     }
     run.writeFlush(ALL_EVENT_FILES);
-    List<StreamingQueryProgress> progress = run.runAvailable(query, checkpoint, sink, conf);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), DOWN);
 
-    assertRunsWithPartitions(progress, to);
     List<String> rows = run.sinkRows(sink, query);
     assertThat(rows).containsExactlyElementsOf(oracle(query, formatConf, format));
     if (query == OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT
@@ -131,18 +138,32 @@ class OperatorOracleTest {
     }
   }
 
+  private void repartitionAndCheck(Path checkpoint, int from, int to) {
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(to).execute();
+
+    assertThat(result.fromPartitions()).isEqualTo(from);
+    assertThat(result.toPartitions()).isEqualTo(to);
+    assertThat(result.rowsMoved()).isPositive();
+    assertThat(result.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), to);
+    StateAssertions.assertMetadataReports(spark, checkpoint, to);
+  }
+
   /**
    * Processing-time timeouts: devices registered by the batch before the repartition time out in
    * the first batch after it (three seconds of wall clock later), exactly once each, with their
    * full count; devices first seen in that batch do not time out yet.
    */
-  @Test
-  void processingTimeTimeoutsRegisteredBeforeTheRepartitionFireAfterItOnce() throws Exception {
+  @ParameterizedTest(name = "on {0}: 4 -> {1}")
+  @MethodSource("providersAndTargets")
+  void processingTimeTimeoutsRegisteredBeforeTheRepartitionFireAfterItOnce(StateStores store,
+      int target) throws Exception {
     OperatorQueries query = OperatorQueries.FLAT_MAP_PROCESSING_TIME_TIMEOUT;
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
-    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(4));
+    Map<String, String> conf = new HashMap<>(store.withPartitions(4));
     conf.put(FMGWS_FORMAT, "2");
     // only batches with data: a no-data batch would fire timeouts on its own schedule
     conf.put("spark.sql.streaming.noDataMicroBatches.enabled", "false");
@@ -152,13 +173,13 @@ class OperatorOracleTest {
     assertThat(run.sinkRows(sink, query)).isEmpty();
 
     RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(7).execute();
-    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), 7);
+        .toPartitions(target).execute();
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), target);
 
     Thread.sleep(Math.max(0, registeredAt + OperatorQueries.PROCESSING_TIMEOUT_MS + 500
         - System.currentTimeMillis()));
     run.writeRotatingEvents(2, ROTATING_ROWS); // devices r-8 to r-15, none of file 0's
-    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), 7);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), target);
 
     Map<String, Long> file0Counts = countsByDevice(run.batch().where(
         org.apache.spark.sql.functions.input_file_name().contains("events-0000")));
@@ -174,13 +195,15 @@ class OperatorOracleTest {
    * repartition places every key by its full key and records strict distribution, so the
    * restarted query looks for each key where it now is.
    */
-  @Test
-  void stateOfANonStrictCheckpointPlacedByASubsetOfTheKeyIsMovedToItsFullKeyPartition() {
+  @ParameterizedTest(name = "on {0}: 4 -> {1}")
+  @MethodSource("providersAndTargets")
+  void stateOfANonStrictCheckpointPlacedByASubsetOfTheKeyIsMovedToItsFullKeyPartition(
+      StateStores store, int target) {
     OperatorQueries query = OperatorQueries.COUNT_PLACED_BY_DEVICE;
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
-    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    Map<String, String> conf = new HashMap<>(store.withPartitions(4));
     conf.put(STRICT, "false");
     for (int i = 0; i < FIRST_PART_FILES; i++) {
       run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
@@ -191,16 +214,16 @@ class OperatorOracleTest {
         .as("Spark placed this state by the device alone").isPositive();
 
     RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(8).execute();
-    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), 8);
+        .toPartitions(target).execute();
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), target);
     assertThat(readText(checkpoint.resolve("offsets/" + result.batchId())))
         .contains("\"" + STRICT + "\":\"true\"");
 
     for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
       run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
     }
-    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), 8);
-    assertThat(misplacedKeys(checkpoint, lastCommitted(checkpoint), 8)).isZero();
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), target);
+    assertThat(misplacedKeys(checkpoint, lastCommitted(checkpoint), target)).isZero();
     List<String> rows = run.sinkRows(sink, query);
     assertThat(rows).containsExactlyElementsOf(oracle(query, STRICT, "false"));
     List<String> batch = run.batch().groupBy(org.apache.spark.sql.functions.col("device"),
@@ -282,6 +305,11 @@ class OperatorOracleTest {
     assertEveryKeyInItsSparkPartition(checkpoint, lastCommitted(checkpoint), 6);
     assertThat(run.sinkRows(sink, query))
         .containsExactlyElementsOf(oracle(query, JOIN_FORMAT, "2"));
+  }
+
+  /** An increase on one provider, a decrease on the other. */
+  static Stream<Arguments> providersAndTargets() {
+    return Stream.of(Arguments.of(StateStores.ROCKSDB, 7), Arguments.of(StateStores.HDFS, 2));
   }
 
   // ---- helpers ----
