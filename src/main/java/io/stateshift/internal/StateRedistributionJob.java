@@ -91,9 +91,13 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /** The way new RocksDB partitions are written, and why when it is the slower one. */
-  String writeStrategy() {
+  String writeStrategy(SparkSession spark) {
+    chooseExchange(spark);
     if (!rocksDb) {
       return "hdfs-snapshot";
+    }
+    if (sstExchange) {
+      return "rocksdb-sst-exchange (raw bytes, no shuffle)";
     }
     return rocksDbMode == RocksDbSnapshotWriter.Mode.SST ? "rocksdb-sst-ingest"
         : "rocksdb-puts (" + RocksDbSnapshotWriter.reasonForPuts(storeConf) + ")";
@@ -113,7 +117,23 @@ final class StateRedistributionJob implements Serializable {
     return writeBatchId + 1;
   }
 
+  /**
+   * Whether RocksDB partitions move as raw SST files without a shuffle ({@link
+   * RocksDbSstExchange}); set by {@link #run} from the session's conf.
+   */
+  private boolean sstExchange;
+
+  private void chooseExchange(SparkSession spark) {
+    sstExchange = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+        && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
+        && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+  }
+
   Outcome run(SparkSession spark) {
+    chooseExchange(spark);
+    if (sstExchange) {
+      return runSstExchange(spark);
+    }
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     readCounts = new CollectionAccumulator<>();
     jsc.sc().register(readCounts, "stateshift.readCounts");
@@ -140,6 +160,92 @@ final class StateRedistributionJob implements Serializable {
     return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written));
   }
 
+  // ---- RocksDB to RocksDB without a shuffle: SST files per new partition ----
+
+  /** Where the read tasks stage their SST files: next to the attempt's staged state. */
+  private String exchangeDir() {
+    return new Path(new Path(stagingRoot).getParent(), "exchange").toString();
+  }
+
+  private Outcome runSstExchange(SparkSession spark) {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    List<SourceTask> sources = new ArrayList<>();
+    for (StoreSpec store : stores) {
+      for (int p = 0; p < oldPartitions; p++) {
+        sources.add(new SourceTask(store.slot(), p));
+      }
+    }
+    List<RocksDbSstExchange.ReadOutcome> reads =
+        jsc.parallelize(sources, sources.size()).map(this::splitIntoSstFiles).collect();
+    int targets = stores.size() * newPartitions;
+    List<List<RocksDbSstExchange.StagedFile>> filesPerTarget = new ArrayList<>();
+    for (int t = 0; t < targets; t++) {
+      filesPerTarget.add(new ArrayList<>());
+    }
+    List<PartitionCount> read = new ArrayList<>();
+    for (RocksDbSstExchange.ReadOutcome outcome : reads) {
+      read.add(outcome.count());
+      outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
+    }
+    List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>> writes = new ArrayList<>();
+    for (int t = 0; t < targets; t++) {
+      writes.add(new Tuple2<>(t, filesPerTarget.get(t)));
+    }
+    List<PartitionCount> written =
+        jsc.parallelize(writes, targets).map(this::ingestSstFiles).collect();
+    try {
+      Path exchange = new Path(exchangeDir());
+      exchange.getFileSystem(hadoopConf.value()).delete(exchange, true);
+    } catch (IOException e) {
+      // left for the attempt folder's removal; the staged files are not part of the checkpoint
+    }
+    return new Outcome(List.copyOf(read), List.copyOf(written));
+  }
+
+  private RocksDbSstExchange.ReadOutcome splitIntoSstFiles(SourceTask task) {
+    StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
+        hadoopConf.value());
+    try {
+      ReadStateStore store =
+          provider.getReadStore(readVersion,
+              StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+      timer.lap("load");
+      try {
+        StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
+            ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
+        return RocksDbSstExchange.split(store, spec, task.partition(),
+            new StateStores.KeyPlacement(spec, newPartitions), oldPlacement, () -> {
+              throw OperatorWithoutMetadata.refuse(
+                  new Path(liveStateRoot).getParent().toString(), spec.operatorId(),
+                  "a key in its partition " + task.partition() + " is not placed by its whole "
+                      + "state key as derived from its state schema");
+            }, spec.slot() * newPartitions, newPartitions, exchangeDir(), hadoopConf.value(),
+            timer);
+      } finally {
+        store.release();
+      }
+    } finally {
+      provider.close();
+      timer.lap("close");
+      timer.report();
+    }
+  }
+
+  private PartitionCount ingestSstFiles(
+      Tuple2<Integer, List<RocksDbSstExchange.StagedFile>> target) {
+    StoreSpec spec = stores.get(target._1() / newPartitions);
+    int partition = target._1() % newPartitions;
+    if (target._1() == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task"); // while other partitions may be half written
+    }
+    RocksDbSnapshotWriter.Written written = RocksDbSstExchange.ingest(stagingRoot + "/state",
+        spec, partition, storeConf, hadoopConf.value(), writeBatchId, target._2());
+    return new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
+        written.checkpointId());
+  }
+
   private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
   private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
 
@@ -147,15 +253,20 @@ final class StateRedistributionJob implements Serializable {
 
   private Iterator<Tuple2<byte[], Object>> read(SourceTask task) {
     StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     ReadStateStore store = provider.getReadStore(readVersion,
         StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    timer.lap("load");
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> {
+      timer.lap("iterate+shuffle-write");
       rows.close();
       store.release();
       provider.close();
+      timer.lap("close");
+      timer.report();
     });
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
     StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
