@@ -210,6 +210,9 @@ final class RocksDbSstExchange {
         RocksDbInternals.setKeysOnWritingVersion(db, rows);
         store.commit();
         timer.lap("commit");
+        if (TaskTimer.ENABLED && db.metricsOpt().isDefined()) {
+          timer.note("spark-commit", db.metricsOpt().get().lastCommitLatencyMs().toString());
+        }
         return new RocksDbSnapshotWriter.Written(rows, bytes, null)
             .withCheckpointIdOf(store, storeConf);
       } finally {

@@ -18,6 +18,8 @@ import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.io.CompressionCodec$;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -169,14 +171,19 @@ final class StateRedistributionJob implements Serializable {
 
   private Outcome runSstExchange(SparkSession spark) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    List<SourceTask> sources = new ArrayList<>();
-    for (StoreSpec store : stores) {
-      for (int p = 0; p < oldPartitions; p++) {
-        sources.add(new SourceTask(store.slot(), p));
+    // One task per old partition reads all its stores (a join has 4), one per new partition
+    // writes them: fewer tasks, each store's RocksDB instance opened once all the same.
+    List<List<SourceTask>> sources = new ArrayList<>();
+    for (int p = 0; p < oldPartitions; p++) {
+      List<SourceTask> group = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        group.add(new SourceTask(store.slot(), p));
       }
+      sources.add(group);
     }
-    List<RocksDbSstExchange.ReadOutcome> reads =
-        jsc.parallelize(sources, sources.size()).map(this::splitIntoSstFiles).collect();
+    List<RocksDbSstExchange.ReadOutcome> reads = jsc.parallelize(sources, sources.size())
+        .flatMap(group -> group.stream().map(this::splitIntoSstFiles).iterator())
+        .collect();
     int targets = stores.size() * newPartitions;
     List<List<RocksDbSstExchange.StagedFile>> filesPerTarget = new ArrayList<>();
     for (int t = 0; t < targets; t++) {
@@ -187,12 +194,18 @@ final class StateRedistributionJob implements Serializable {
       read.add(outcome.count());
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
     }
-    List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>> writes = new ArrayList<>();
-    for (int t = 0; t < targets; t++) {
-      writes.add(new Tuple2<>(t, filesPerTarget.get(t)));
+    List<List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>>> writes = new ArrayList<>();
+    for (int p = 0; p < newPartitions; p++) {
+      List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>> group = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        int t = store.slot() * newPartitions + p;
+        group.add(new Tuple2<>(t, filesPerTarget.get(t)));
+      }
+      writes.add(group);
     }
-    List<PartitionCount> written =
-        jsc.parallelize(writes, targets).map(this::ingestSstFiles).collect();
+    List<PartitionCount> written = jsc.parallelize(writes, newPartitions)
+        .flatMap(group -> group.stream().map(this::ingestSstFiles).iterator())
+        .collect();
     try {
       Path exchange = new Path(exchangeDir());
       exchange.getFileSystem(hadoopConf.value()).delete(exchange, true);
@@ -212,6 +225,12 @@ final class StateRedistributionJob implements Serializable {
           provider.getReadStore(readVersion,
               StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
       timer.lap("load");
+      if (TaskTimer.ENABLED) {
+        RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+        if (db.metricsOpt().isDefined()) {
+          timer.note("spark-load", db.metricsOpt().get().loadMetrics().toString());
+        }
+      }
       try {
         StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
             ? new StateStores.KeyPlacement(spec, oldPartitions) : null;

@@ -13,6 +13,7 @@ final class TaskTimer {
 
   private final String task;
   private final Map<String, Long> nanos = new LinkedHashMap<>();
+  private final Map<String, String> notes = new LinkedHashMap<>();
   private final long started = System.nanoTime();
   private long stepStart = started;
 
@@ -27,6 +28,11 @@ final class TaskTimer {
     stepStart = now;
   }
 
+  /** Adds a free-form detail to the report. */
+  void note(String name, String detail) {
+    notes.put(name, detail);
+  }
+
   void report() {
     if (!ENABLED) {
       return;
@@ -35,6 +41,7 @@ final class TaskTimer {
         .append(String.format(" total=%.0f", (System.nanoTime() - started) / 1e6));
     nanos.forEach((k, v) -> line.append(' ').append(k).append('=')
         .append(String.format("%.0f", v / 1e6)));
+    notes.forEach((k, v) -> line.append(' ').append(k).append('=').append(v));
     System.err.println(line);
   }
 }
