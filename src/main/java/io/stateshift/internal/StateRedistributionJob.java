@@ -121,7 +121,8 @@ final class StateRedistributionJob implements Serializable {
 
   /**
    * Whether RocksDB partitions move as raw SST files without a shuffle ({@link
-   * RocksDbSstExchange}); set by {@link #run} from the session's conf.
+   * RocksDbSstExchange}); chosen from the session's conf by {@link #run} and {@link
+   * #writeStrategy}.
    */
   private boolean sstExchange;
 
