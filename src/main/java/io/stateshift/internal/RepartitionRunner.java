@@ -282,7 +282,7 @@ public final class RepartitionRunner {
     }
     spark.sparkContext().setJobGroup(group,
         "stateshift: repartition " + files.root() + " to " + target + " partitions", false);
-    progress.accept("moving state: " + job.writeStrategy());
+    progress.accept("moving state: " + job.writeStrategy(spark));
     try (JobProgress ignored = new JobProgress(spark, group, progress)) {
       return job.run(spark);
     } finally {

@@ -104,15 +104,18 @@ final class RocksDbSnapshotWriter {
    */
   static Written writeSorted(String stateRoot, StoreSpec spec, int partition,
       StateStoreConf storeConf, Configuration hadoopConf, long batchId, Iterator<byte[]> records) {
+    TaskTimer timer = new TaskTimer("write " + spec.storeName() + "/" + partition);
     StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
         hadoopConf);
     try {
       StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
+      timer.lap("open");
       try {
         RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-        Written written = records.hasNext() ? ingest(db, records) : new Written(0, 0, null);
+        Written written = records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
         RocksDbInternals.setKeysOnWritingVersion(db, written.rows());
         store.commit();
+        timer.lap("commit");
         return written.withCheckpointIdOf(store, storeConf);
       } finally {
         if (!store.hasCommitted()) {
@@ -121,10 +124,12 @@ final class RocksDbSnapshotWriter {
       }
     } finally {
       provider.close();
+      timer.lap("close");
+      timer.report();
     }
   }
 
-  private static Written ingest(RocksDB db, Iterator<byte[]> records) {
+  private static Written ingest(RocksDB db, Iterator<byte[]> records, TaskTimer timer) {
     File sst = new File(db.localRootDir(), "stateshift-" + UUID.randomUUID() + ".sst");
     long rows = 0;
     long bytes = 0;
@@ -147,10 +152,12 @@ final class RocksDbSnapshotWriter {
         }
         writer.finish();
       }
+      timer.lap("shuffle-read+sst-write");
       try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
         options.setMoveFiles(true); // a hard link: the file is in the store's local folder
         RocksDbInternals.nativeDb(db).ingestExternalFile(List.of(sst.getAbsolutePath()), options);
       }
+      timer.lap("ingest");
     } catch (RocksDBException e) {
       throw new IllegalStateException("Cannot build or ingest the SST file " + sst + ": "
           + e.getMessage(), e);

@@ -18,6 +18,8 @@ import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.io.CompressionCodec$;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -94,9 +96,13 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /** The way new RocksDB partitions are written, and why when it is the slower one. */
-  String writeStrategy() {
+  String writeStrategy(SparkSession spark) {
+    chooseExchange(spark);
     if (!rocksDb) {
       return "hdfs-snapshot";
+    }
+    if (sstExchange) {
+      return "rocksdb-sst-exchange (raw bytes, no shuffle)";
     }
     if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
       return "rocksdb-sst-ingest";
@@ -120,7 +126,26 @@ final class StateRedistributionJob implements Serializable {
     return writeBatchId + 1;
   }
 
+  /**
+   * Whether RocksDB partitions move as raw SST files without a shuffle ({@link
+   * RocksDbSstExchange}); chosen from the session's conf by {@link #run} and {@link
+   * #writeStrategy}.
+   */
+  private boolean sstExchange;
+
+  private void chooseExchange(SparkSession spark) {
+    // Keys whose placement was derived (pre-4.0 checkpoints) are checked on the decoding path.
+    sstExchange = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+        && verifyPlacementSlots.isEmpty()
+        && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
+        && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+  }
+
   Outcome run(SparkSession spark) {
+    chooseExchange(spark);
+    if (sstExchange) {
+      return runSstExchange(spark);
+    }
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     readCounts = new CollectionAccumulator<>();
     jsc.sc().register(readCounts, "stateshift.readCounts");
@@ -147,6 +172,152 @@ final class StateRedistributionJob implements Serializable {
     return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written));
   }
 
+  // ---- RocksDB to RocksDB without a shuffle: SST files per new partition ----
+
+  /** Where the read tasks stage their SST files: next to the attempt's staged state. */
+  private String exchangeDir() {
+    return new Path(new Path(stagingRoot).getParent(), "exchange").toString();
+  }
+
+  private Outcome runSstExchange(SparkSession spark) {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    // One task per old partition reads all its stores (a join has 4), one per new partition
+    // writes them: fewer tasks, each store's RocksDB instance opened once all the same.
+    List<List<SourceTask>> sources = new ArrayList<>();
+    for (int p = 0; p < oldPartitions; p++) {
+      List<SourceTask> group = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        group.add(new SourceTask(store.slot(), p));
+      }
+      sources.add(group);
+    }
+    List<RocksDbSstExchange.ReadOutcome> reads = jsc.parallelize(sources, sources.size())
+        .flatMap(group -> eachStoreAtOnce(group, this::splitIntoSstFiles).iterator())
+        .collect();
+    int targets = stores.size() * newPartitions;
+    List<List<RocksDbSstExchange.StagedFile>> filesPerTarget = new ArrayList<>();
+    for (int t = 0; t < targets; t++) {
+      filesPerTarget.add(new ArrayList<>());
+    }
+    List<PartitionCount> read = new ArrayList<>();
+    for (RocksDbSstExchange.ReadOutcome outcome : reads) {
+      read.add(outcome.count());
+      outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
+    }
+    List<List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>>> writes = new ArrayList<>();
+    for (int p = 0; p < newPartitions; p++) {
+      List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>> group = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        int t = store.slot() * newPartitions + p;
+        group.add(new Tuple2<>(t, filesPerTarget.get(t)));
+      }
+      writes.add(group);
+    }
+    List<PartitionCount> written = jsc.parallelize(writes, newPartitions)
+        .flatMap(group -> eachStoreAtOnce(group, this::ingestSstFiles).iterator())
+        .collect();
+    try {
+      Path exchange = new Path(exchangeDir());
+      exchange.getFileSystem(hadoopConf.value()).delete(exchange, true);
+    } catch (IOException e) {
+      // left for the attempt folder's removal; the staged files are not part of the checkpoint
+    }
+    return new Outcome(List.copyOf(read), List.copyOf(written));
+  }
+
+  /**
+   * Runs {@code work} for every store of one partition, each on its own thread. Most of a small
+   * store's time goes to the fixed steps of a RocksDB instance (load or open, commit, close: file
+   * copies, fsyncs), which overlap well; a join has 4 stores.
+   */
+  private static <T, R> List<R> eachStoreAtOnce(List<T> stores,
+      java.util.function.Function<T, R> work) {
+    if (stores.size() == 1) {
+      return List.of(work.apply(stores.get(0)));
+    }
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(stores.size(), r -> {
+          Thread t = new Thread(r, "stateshift-store");
+          t.setDaemon(true);
+          return t;
+        });
+    try {
+      List<java.util.concurrent.Future<R>> running = new ArrayList<>();
+      for (T store : stores) {
+        running.add(pool.submit(() -> work.apply(store)));
+      }
+      List<R> results = new ArrayList<>();
+      for (java.util.concurrent.Future<R> future : running) {
+        try {
+          results.add(future.get());
+        } catch (java.util.concurrent.ExecutionException e) {
+          running.forEach(f -> f.cancel(true));
+          if (e.getCause() instanceof RuntimeException runtime) {
+            throw runtime;
+          }
+          throw new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+          running.forEach(f -> f.cancel(true));
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted", e);
+        }
+      }
+      return results;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private RocksDbSstExchange.ReadOutcome splitIntoSstFiles(SourceTask task) {
+    StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
+        hadoopConf.value());
+    try {
+      ReadStateStore store =
+          provider.getReadStore(readVersion,
+              StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+      timer.lap("load");
+      if (TaskTimer.ENABLED) {
+        RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+        if (db.metricsOpt().isDefined()) {
+          timer.note("spark-load", db.metricsOpt().get().loadMetrics().toString());
+        }
+      }
+      try {
+        StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
+            ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
+        return RocksDbSstExchange.split(store, spec, task.partition(),
+            new StateStores.KeyPlacement(spec, newPartitions), oldPlacement, () -> {
+              throw OperatorWithoutMetadata.refuse(
+                  new Path(liveStateRoot).getParent().toString(), spec.operatorId(),
+                  "a key in its partition " + task.partition() + " is not placed by its whole "
+                      + "state key as derived from its state schema");
+            }, spec.slot() * newPartitions, newPartitions, exchangeDir(), hadoopConf.value(),
+            timer);
+      } finally {
+        store.release();
+      }
+    } finally {
+      provider.close();
+      timer.lap("close");
+      timer.report();
+    }
+  }
+
+  private PartitionCount ingestSstFiles(
+      Tuple2<Integer, List<RocksDbSstExchange.StagedFile>> target) {
+    StoreSpec spec = stores.get(target._1() / newPartitions);
+    int partition = target._1() % newPartitions;
+    if (target._1() == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task"); // while other partitions may be half written
+    }
+    RocksDbSnapshotWriter.Written written = RocksDbSstExchange.ingest(stagingRoot + "/state",
+        spec, partition, storeConf, hadoopConf.value(), writeBatchId, target._2());
+    return new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
+        written.checkpointId());
+  }
+
   private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
   private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
 
@@ -157,15 +328,20 @@ final class StateRedistributionJob implements Serializable {
     if (spec.hasColumnFamilies()) {
       return readColumnFamilies(task, spec);
     }
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     ReadStateStore store = provider.getReadStore(readVersion,
         StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    timer.lap("load");
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> {
+      timer.lap("iterate+shuffle-write");
       rows.close();
       store.release();
       provider.close();
+      timer.lap("close");
+      timer.report();
     });
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
     StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())

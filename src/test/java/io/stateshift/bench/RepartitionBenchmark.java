@@ -133,7 +133,8 @@ public final class RepartitionBenchmark {
         --out bench/results          where the .md and .json results go
         --master local[2]
         --no-warmup                  skip the untimed warm-up (every method once on 2,000 keys)
-        --keep                       keep input and checkpoints in the work dir
+        --keep                       keep input and checkpoints in the work dir, and reuse
+                                     the ones a previous run with --keep left there
       Heap of the benchmark JVM: BENCH_HEAP (default 6g) or bench/run --heap 6g.""";
 
   private final Options options;
@@ -223,7 +224,11 @@ public final class RepartitionBenchmark {
     for (long keys : options.keys()) {
       Path input = options.workDir().resolve("input-" + keys);
       long t = System.nanoTime();
-      Workload.writeInput(spark, input, keys, options.files());
+      if (options.keep() && Files.isDirectory(input)) {
+        log("reusing the kept input %s", input); // --keep: a previous run with --keep wrote it
+      } else {
+        Workload.writeInput(spark, input, keys, options.files());
+      }
       log("input for %,d keys: %d files, %.1f MB, written in %.1f s", keys, options.files(),
           Dirs.size(input) / 1048576.0, (System.nanoTime() - t) / 1e9);
       for (Workload.Shape shape : options.shapes()) {
@@ -288,6 +293,7 @@ public final class RepartitionBenchmark {
         c.keys = keys;
         c.from = direction[0];
         c.to = direction[1];
+        Dirs.delete(cp); // never reuse a warm-up checkpoint, even with --keep
         build(shape, provider, input, cp, c.from);
         runCase(c, shape, provider, input, cp, 1, false);
         Dirs.delete(cp);
@@ -301,6 +307,10 @@ public final class RepartitionBenchmark {
 
   private long[] build(Workload.Shape shape, Workload.Provider provider, Path input, Path cp,
       int partitions) {
+    if (options.keep() && Files.isDirectory(cp.resolve("commits"))) {
+      log("reusing the kept checkpoint %s (build time not measured)", cp.getFileName());
+      return new long[] {0, 0};
+    }
     Dirs.delete(cp);
     unloadStateStores();
     long t = System.nanoTime();

@@ -1,0 +1,277 @@
+package io.stateshift.internal;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
+import org.rocksdb.EnvOptions;
+import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.SstFileWriter;
+
+/**
+ * RocksDB to RocksDB without Spark's shuffle and without decoding a single value.
+ *
+ * <p>For the same key and value schema, the bytes Spark's RocksDB encoders store are the same in
+ * the old and the new partition, so they are moved as they are: each read task loads one old
+ * partition through Spark's provider, walks the native database in key order, decodes only the key
+ * (an UnsafeRow pointed at the raw bytes) to compute its new partition with Spark's hash, and
+ * appends key and value bytes to one SST file per new partition. A filtered subsequence of a
+ * sorted walk is sorted, so no sort is needed. The files are staged on the checkpoint's file
+ * system; each write task then ingests every file of its partition in one call into the empty store
+ * Spark's provider opened (RocksDB gives overlapping files their own sequence numbers; keys are
+ * unique across them), and Spark's own commit snapshots and uploads the store.
+ *
+ * <p>Applies when both sides are RocksDB with the UnsafeRow encoding and no row checksums (what
+ * {@link RocksDbSnapshotWriter.Mode#SST} requires), default column family only, and at most
+ * {@link #MAX_FILES_PER_PARTITION} old partitions (each becomes one file, and overlapping files
+ * land in RocksDB's level 0, where too many would stall writes). Otherwise the job falls back to
+ * the shuffle path.
+ */
+final class RocksDbSstExchange {
+  /** Old partitions above this use the shuffle path (one sorted SST file per new partition). */
+  static final int MAX_FILES_PER_PARTITION = 16;
+
+  /** Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}. */
+  static final String EXCHANGE_CONF = "spark.stateshift.rocksdb.exchange";
+
+  /** Whether a new partition's ingested files are compacted into one (on unless set to false). */
+  static final boolean COMPACT_AFTER_INGEST =
+      !"false".equals(System.getProperty("stateshift.rocksdb.compactAfterIngest"));
+
+  private RocksDbSstExchange() {}
+
+  /** One staged SST file: the new partition it belongs to, its path and what it holds. */
+  record StagedFile(int target, String path, long rows, long bytes) implements Serializable {}
+
+  /** What one read task produced: its counts and the files it staged. */
+  record ReadOutcome(StateRedistributionJob.PartitionCount count, List<StagedFile> files)
+      implements Serializable {}
+
+  /** The key decoder for one store, to compute the new partition from the stored key bytes. */
+  static RocksDBKeyStateEncoder keyDecoder(StoreSpec spec) {
+    KeyStateEncoderSpec keySpec = StateStores.keyEncoderSpec(spec);
+    UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
+    return RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
+  }
+
+  /**
+   * Read side: walks {@code store} (a loaded RocksDB read store) and writes one SST file per new
+   * partition that gets at least one key, staged under {@code exchangeDir}.
+   *
+   * @param oldPlacement when not null, every key must sit in {@code oldPartition} under it
+   */
+  static ReadOutcome split(ReadStateStore store, StoreSpec spec, int oldPartition,
+      StateStores.KeyPlacement placement, StateStores.KeyPlacement oldPlacement,
+      Runnable misplacedKey, int firstTarget, int newPartitions, String exchangeDir,
+      Configuration hadoopConf, TaskTimer timer) {
+    RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+    RocksDBKeyStateEncoder keys = keyDecoder(spec);
+    org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
+    FileSystem fs;
+    try {
+      fs = stagingDir.getFileSystem(hadoopConf);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    // On a local checkpoint the SST files are written in place; otherwise locally, then uploaded.
+    boolean localStaging = fs instanceof LocalFileSystem;
+    File localDir = localStaging ? ((LocalFileSystem) fs).pathToFile(stagingDir)
+        : new File(db.localRootDir(), "stateshift-exchange-" + UUID.randomUUID());
+    if (!localDir.mkdirs() && !localDir.isDirectory()) {
+      throw new UncheckedIOException(new IOException("Cannot create " + localDir));
+    }
+    String fileStem = spec.slot() + "-" + oldPartition + "-" + UUID.randomUUID();
+    SstFileWriter[] writers = new SstFileWriter[newPartitions];
+    File[] files = new File[newPartitions];
+    long[] rows = new long[newPartitions];
+    long[] bytes = new long[newPartitions];
+    long totalRows = 0;
+    long totalBytes = 0;
+    List<StagedFile> staged = new ArrayList<>();
+    try (EnvOptions env = new EnvOptions();
+        RocksIterator it = RocksDbInternals.nativeDb(db).newIterator()) {
+      try {
+        for (it.seekToFirst(); it.isValid(); it.next()) {
+          byte[] key = it.key();
+          byte[] value = it.value();
+          UnsafeRow keyRow = keys.decodeKey(key);
+          if (oldPlacement != null && oldPlacement.partitionOf(keyRow) != oldPartition) {
+            misplacedKey.run();
+          }
+          int p = placement.partitionOf(keyRow);
+          if (writers[p] == null) {
+            files[p] = new File(localDir, "to-" + (firstTarget + p) + "-from-" + fileStem + ".sst");
+            writers[p] = new SstFileWriter(env, db.rocksDbOptions());
+            writers[p].open(files[p].getAbsolutePath());
+          }
+          writers[p].put(key, value);
+          rows[p]++;
+          bytes[p] += key.length + value.length;
+        }
+        it.status();
+        timer.lap("iterate+sst-write");
+        for (int p = 0; p < newPartitions; p++) {
+          if (writers[p] != null) {
+            writers[p].finish();
+            totalRows += rows[p];
+            totalBytes += bytes[p];
+          }
+        }
+        timer.lap("sst-finish");
+      } finally {
+        for (SstFileWriter writer : writers) {
+          if (writer != null) {
+            writer.close();
+          }
+        }
+      }
+      for (int p = 0; p < newPartitions; p++) {
+        if (files[p] == null) {
+          continue;
+        }
+        org.apache.hadoop.fs.Path target = new org.apache.hadoop.fs.Path(stagingDir,
+            files[p].getName());
+        if (!localStaging) {
+          fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(files[p].toURI()),
+              target);
+        }
+        staged.add(new StagedFile(firstTarget + p, target.toString(), rows[p], bytes[p]));
+      }
+      timer.lap("stage");
+    } catch (RocksDBException e) {
+      throw new IllegalStateException("Cannot split old partition " + oldPartition + " of store "
+          + spec.storeName() + " into SST files: " + e.getMessage(), e);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot stage SST files in " + exchangeDir + ": "
+          + e.getMessage(), e);
+    } finally {
+      if (!localStaging) {
+        deleteRecursively(localDir);
+      }
+    }
+    return new ReadOutcome(new StateRedistributionJob.PartitionCount(spec.slot(), oldPartition,
+        totalRows, totalBytes, null), staged);
+  }
+
+  /**
+   * Write side: opens the new partition under {@code stateRoot} empty, ingests {@code files} in one
+   * call and lets Spark commit version {@code batchId + 1}. The staged files stay where they are
+   * (a retried task finds them again); the job deletes them when every partition is written.
+   */
+  static RocksDbSnapshotWriter.Written ingest(String stateRoot, StoreSpec spec, int partition,
+      StateStoreConf storeConf, Configuration hadoopConf, long batchId, List<StagedFile> files) {
+    TaskTimer timer = new TaskTimer("write " + spec.storeName() + "/" + partition);
+    StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
+        hadoopConf);
+    try {
+      StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
+      timer.lap("open");
+      try {
+        RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+        long rows = 0;
+        long bytes = 0;
+        List<String> local = new ArrayList<>();
+        for (StagedFile file : files) {
+          local.add(localCopy(file, db, hadoopConf));
+          rows += file.rows();
+          bytes += file.bytes();
+        }
+        timer.lap("fetch");
+        if (!local.isEmpty()) {
+          try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
+            options.setMoveFiles(true); // links of our own local copies, in the store's folder
+            RocksDbInternals.nativeDb(db).ingestExternalFile(local, options);
+            if (local.size() > 1 && COMPACT_AFTER_INGEST) {
+              // One file instead of one per old partition: Spark's commit uploads, and the
+              // switch moves, every file, and reads of the restarted query merge fewer levels.
+              timer.lap("ingest");
+              RocksDbInternals.nativeDb(db).compactRange();
+              timer.lap("compact");
+            }
+          } catch (RocksDBException e) {
+            throw new IllegalStateException("Cannot ingest " + local.size() + " SST files into "
+                + "partition " + partition + " of store " + spec.storeName() + ": "
+                + e.getMessage(), e);
+          } finally {
+            local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
+          }
+        }
+        timer.lap("ingest");
+        RocksDbInternals.setKeysOnWritingVersion(db, rows);
+        store.commit();
+        timer.lap("commit");
+        if (TaskTimer.ENABLED && db.metricsOpt().isDefined()) {
+          timer.note("spark-commit", db.metricsOpt().get().lastCommitLatencyMs().toString());
+        }
+        return new RocksDbSnapshotWriter.Written(rows, bytes, null)
+            .withCheckpointIdOf(store, storeConf);
+      } finally {
+        if (!store.hasCommitted()) {
+          store.abort();
+        }
+      }
+    } finally {
+      provider.close();
+      timer.lap("close");
+      timer.report();
+    }
+  }
+
+  /**
+   * A file of the store's own local folder with the staged file's content: a hard link when the
+   * staged file is on the same local disk, else a copy (downloaded from the checkpoint's file
+   * system). Ingestion consumes this file; the staged one stays for a task retry.
+   */
+  private static String localCopy(StagedFile file, RocksDB db, Configuration hadoopConf) {
+    File local = new File(db.localRootDir(), "stateshift-ingest-" + UUID.randomUUID() + ".sst");
+    org.apache.hadoop.fs.Path staged = new org.apache.hadoop.fs.Path(file.path());
+    try {
+      FileSystem fs = staged.getFileSystem(hadoopConf);
+      if (fs instanceof LocalFileSystem localFs) {
+        Path source = localFs.pathToFile(staged).toPath();
+        try {
+          Files.createLink(local.toPath(), source);
+        } catch (IOException | UnsupportedOperationException e) {
+          Files.copy(source, local.toPath());
+        }
+      } else {
+        fs.copyToLocalFile(false, staged, new org.apache.hadoop.fs.Path(local.toURI()), true);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot fetch the staged SST file " + staged + ": "
+          + e.getMessage(), e);
+    }
+    return local.getAbsolutePath();
+  }
+
+  private static void deleteRecursively(File dir) {
+    File[] children = dir.listFiles();
+    if (children != null) {
+      for (File child : children) {
+        deleteRecursively(child);
+      }
+    }
+    dir.delete();
+  }
+}
