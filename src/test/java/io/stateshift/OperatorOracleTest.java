@@ -232,23 +232,28 @@ class OperatorOracleTest {
     assertThat(rows).containsExactlyElementsOf(batch);
   }
 
-  /** Join state format 3 keeps all four stores in RocksDB column families: refused, unchanged. */
+  /** Join state format 4 is for testing only in Spark 4.2: refused, naming the fix, unchanged. */
   @Test
-  void joinStateFormat3IsRefusedAndTheCheckpointIsUnchanged() {
+  void joinStateFormat4IsRefusedAndTheCheckpointIsUnchanged() {
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(4));
-    conf.put(JOIN_FORMAT, "3");
+    conf.put(JOIN_FORMAT, "4");
     run.writeEvents(0, JOIN_ROWS, JOIN_DEVICES);
-    run.runAvailable(OperatorQueries.JOIN_INNER, checkpoint, tmp.resolve("sink"), conf);
+    System.setProperty("spark.testing", "true"); // Spark 4.2 runs format 4 only in test mode
+    try {
+      run.runAvailable(OperatorQueries.JOIN_INNER, checkpoint, tmp.resolve("sink"), conf);
+    } finally {
+      System.clearProperty("spark.testing");
+    }
     var before = CheckpointDigest.of(checkpoint);
 
     assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
         .toPartitions(8).execute())
         .isInstanceOfSatisfying(StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(Reason.UNSUPPORTED_OPERATOR))
-        .hasMessageContaining("join state format 3")
-        .hasMessageContaining("formats 1 and 2")
+        .hasMessageContaining("join state format 4")
+        .hasMessageContaining("formats 1, 2 and 3")
         .hasMessageContaining("new checkpoint");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }

@@ -39,7 +39,7 @@ public final class CheckpointInspector {
         stores.add(new CheckpointReport.StoreReport(spec.storeName(), rows, bytes, misplaced));
       }
       operators.add(new CheckpointReport.OperatorReport(op.id(), op.name(),
-          // supported operators have their stores in the layout (a join format 3 has none)
+          // supported operators have their stores in the layout (a join format 4 has none)
           StateLayout.SUPPORTED_OPERATORS.contains(op.name()) && !stores.isEmpty(), stores));
     }
     return new CheckpointReport(files.root().toString(), checkpoint.queryId(),

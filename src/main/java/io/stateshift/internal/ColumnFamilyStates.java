@@ -15,7 +15,8 @@ import org.apache.spark.unsafe.Platform;
 
 /**
  * Reads and writes a partition of a store with several column families (transformWithState: one
- * RocksDB store per partition holding every state variable, the timers and the TTL indexes).
+ * RocksDB store per partition holding every state variable, the timers and the TTL indexes; a
+ * join in state format 3: one store holding the four join stores).
  *
  * <p>Every column family is registered, with its key encoder and value layout from the state
  * schema, on the store that reads and on the store that writes: RocksDB keeps them as virtual

@@ -50,7 +50,7 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       + "dropDuplicates (dedupe), dropDuplicatesWithinWatermark (dedupeWithinWatermark), session "
       + "windows (" + SESSION_WINDOW + "), mapGroupsWithState / flatMapGroupsWithState ("
       + FLAT_MAP_GROUPS_WITH_STATE + "), transformWithState (" + TRANSFORM_WITH_STATE + ") and "
-      + "stream-stream joins (" + JOIN + ", join state formats 1 and 2)";
+      + "stream-stream joins (" + JOIN + ", join state formats 1, 2 and 3)";
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
   static final String FMGWS_FORMAT =
       "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
@@ -143,13 +143,8 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
                   + "checkpoint was not changed. To change the partition count of this query, "
                   + "start it on a new checkpoint with the new spark.sql.shuffle.partitions.");
         }
-        if (op.name().equals(JOIN) && joinFormat > 2) {
-          throw new StateShiftException(Reason.UNSUPPORTED_OPERATOR,
-              "Operator " + op.id() + " (stream-stream join) uses join state format "
-                  + joinFormat + " (" + JOIN_FORMAT + "), which keeps its state in RocksDB column "
-                  + "families; this version of stateshift repartitions join state formats 1 and 2 "
-                  + "only. The checkpoint was not changed. Start the query on a new checkpoint "
-                  + "with the new partition count, or with join state format 2 (the default).");
+        if (op.name().equals(JOIN) && joinFormat > JoinStateFormat3Layout.FORMAT) {
+          throw JoinStateFormat3Layout.unsupportedFormat(op, joinFormat);
         }
       }
     }
@@ -185,7 +180,15 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     List<StoreSpec> stores = new ArrayList<>();
     for (StatefulOperator op : operators) {
       boolean join = op.name().equals(JOIN);
-      if (!SUPPORTED_OPERATORS.contains(op.name()) || (join && joinFormat > 2)) {
+      if (!SUPPORTED_OPERATORS.contains(op.name())
+          || (join && joinFormat > JoinStateFormat3Layout.FORMAT)) {
+        continue;
+      }
+      if (join && joinFormat == JoinStateFormat3Layout.FORMAT) {
+        for (StatefulOperator.Store store : op.stores()) {
+          stores.add(JoinStateFormat3Layout.storeSpec(checkpoint, op, store, stores.size(),
+              provider));
+        }
         continue;
       }
       if (op.name().equals(TRANSFORM_WITH_STATE)) {

@@ -84,11 +84,13 @@ final class StateStores {
      * Placement of the keys of one column family of a transformWithState store: Spark's
      * extractor for the family's state variable finds the grouping key inside its key (the whole
      * key of value and list state, the first field of a map state or timer key, the element
-     * key inside a TTL index entry, the second field of a timer's expiry-ordered index).
+     * key inside a TTL index entry, the second field of a timer's expiry-ordered index). For a
+     * join in state format 3 the family's name tells the extractor which of the four stores it
+     * is (keys are the join key, or the join key and an index).
      */
     KeyPlacement(StoreSpec spec, ColumnFamily family, int partitions) {
       this(StatePartitionKeyExtractorFactory.create(spec.operatorName(), family.keySchema(),
-          spec.storeName(), family.name(), ScalaBridge.none(),
+          spec.storeName(), family.name(), formatVersion(spec),
           scala.Option.apply(family.stateVariable())), partitions);
     }
 

@@ -10,8 +10,8 @@ import org.apache.spark.sql.types.StructType;
  * @param numColsPrefixKey leading key columns the store's encoder scans by (session windows)
  * @param stateFormatVersion the operator's state format version where placement depends on it
  *     (stream-stream joins), else 0
- * @param columnFamilies for a store with several column families (transformWithState) every one
- *     of them; empty for a store with only the default one, whose schema is keySchema/valueSchema
+ * @param columnFamilies for a store with several column families (transformWithState, a join in
+ *     state format 3) every one of them; empty for a store with only the default one, whose schema is keySchema/valueSchema
  */
 public record StoreSpec(
     int slot,
@@ -30,7 +30,7 @@ public record StoreSpec(
         stateFormatVersion, java.util.List.of());
   }
 
-  /** True for a transformWithState store: state variables, timers and TTL indexes side by side. */
+  /** True for a store of several column families (transformWithState, join state format 3). */
   boolean hasColumnFamilies() {
     return !columnFamilies.isEmpty();
   }

@@ -111,7 +111,7 @@ final class TransformWithStateLayout {
    * {@code _stateSchema} folder: the metadata records absolute paths, which point elsewhere once
    * a checkpoint has been copied or moved.
    */
-  private static Path schemaFile(CheckpointFiles files, StatefulOperator op,
+  static Path schemaFile(CheckpointFiles files, StatefulOperator op,
       StatefulOperator.Store store, ObjectNode metadata) {
     for (JsonNode info : metadata.get("stateStoreInfo")) {
       if (!info.get("storeName").asText().equals(store.name())) {

@@ -1,0 +1,136 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.testing.OperatorQueries;
+import io.stateshift.testing.OperatorRun;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The oracle for stream-stream joins in state format 3 (one RocksDB store per partition, the four
+ * join stores as its column families): repartitioned 3 -> 5 and then 5 -> 2 on the same
+ * checkpoint with input in between, the query writes exactly what it writes when run without
+ * interruption; after each repartition every key of every column family sits in the partition
+ * Spark assigns its join key, and every row read is written.
+ */
+class JoinStateFormat3Test {
+  static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
+  static final List<String> FAMILIES = List.of("left-keyToNumValues", "left-keyWithIndexToValue",
+      "right-keyToNumValues", "right-keyWithIndexToValue");
+  static final int ROWS_PER_FILE = 60;
+  static final int DEVICES = 12;
+  static final int EVENT_FILES = 3;
+
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  static List<Arguments> scenarios() {
+    return List.of(
+        Arguments.of(OperatorQueries.JOIN_INNER, StateStores.ROCKSDB),
+        Arguments.of(OperatorQueries.JOIN_LEFT_OUTER, StateStores.ROCKSDB_CHANGELOG));
+  }
+
+  @ParameterizedTest(name = "{0} on {1}: 3 -> 5 -> 2")
+  @MethodSource("scenarios")
+  void repartitionedTwiceTheJoinWritesExactlyTheUninterruptedOutput(OperatorQueries query,
+      StateStores store) {
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeEvents(0, ROWS_PER_FILE, DEVICES);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf(store, 3)), 3);
+
+    repartitionAndCheck(checkpoint, 3, 5);
+    run.writeEvents(1, ROWS_PER_FILE, DEVICES);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf(store, 3)), 5);
+
+    repartitionAndCheck(checkpoint, 5, 2);
+    run.writeEvents(2, ROWS_PER_FILE, DEVICES);
+    run.writeFlush(EVENT_FILES);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf(store, 3)), 2);
+
+    assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle(query, store));
+  }
+
+  private void repartitionAndCheck(Path checkpoint, int from, int to) {
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(to).execute();
+    assertThat(result.fromPartitions()).isEqualTo(from);
+    assertThat(result.toPartitions()).isEqualTo(to);
+    assertThat(result.rowsMoved()).isPositive();
+    assertThat(result.stores()).hasSize(1) // one store: the four join stores are column families
+        .allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), to);
+  }
+
+  private static Map<String, String> conf(StateStores store, int partitions) {
+    Map<String, String> conf = new HashMap<>(store.withPartitions(partitions));
+    conf.put(JOIN_FORMAT, "3");
+    return conf;
+  }
+
+  /** The same query over the same files, on a fresh checkpoint, in one uninterrupted run. */
+  private List<String> oracle(OperatorQueries query, StateStores store) {
+    Path dir = tmp.resolve("oracle");
+    OperatorRun run = new OperatorRun(spark, dir.resolve("input"));
+    for (int i = 0; i < EVENT_FILES; i++) {
+      run.writeEvents(i, ROWS_PER_FILE, DEVICES);
+    }
+    run.writeFlush(EVENT_FILES);
+    run.runAvailable(query, dir.resolve("checkpoint"), dir.resolve("sink"), conf(store, 4));
+    List<String> rows = run.sinkRows(dir.resolve("sink"), query);
+    assertThat(rows).isNotEmpty();
+    return rows;
+  }
+
+  /**
+   * Reads every column family with Spark's statestore source (a join store name selects the
+   * column family in format 3) and checks each key's partition against pmod(hash(join key), n),
+   * computed in SQL; a keyWithIndexToValue key is the join key and an index.
+   */
+  private void assertEveryKeyInItsSparkPartition(Path checkpoint, long batchId, int partitions) {
+    for (String family : FAMILIES) {
+      Dataset<Row> state = spark.read().format("statestore")
+          .option("batchId", batchId).option("operatorId", 0).option("storeName", family)
+          .load(checkpoint.toString());
+      StructField[] key = ((StructType) state.schema().apply("key").dataType()).fields();
+      List<String> joinKey = new ArrayList<>();
+      for (int i = 0; i < key.length - (family.endsWith("keyWithIndexToValue") ? 1 : 0); i++) {
+        joinKey.add("key.`" + key[i].name() + "`");
+      }
+      String expected = "pmod(hash(" + String.join(", ", joinKey) + "), " + partitions + ")";
+      assertThat(state.count()).as("rows of %s", family).isPositive();
+      assertThat(state.filter("partition_id != " + expected + " OR partition_id >= " + partitions)
+          .count()).as("misplaced keys of %s", family).isZero();
+    }
+  }
+
+  /** Every batch ran the join with n partitions, as one store per partition. */
+  private static void assertRunsWithPartitions(List<StreamingQueryProgress> progress, int n) {
+    assertThat(progress).isNotEmpty();
+    for (StreamingQueryProgress p : progress) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        assertThat(op.numShufflePartitions()).isEqualTo(n);
+        assertThat(op.numStateStoreInstances()).isEqualTo((long) n);
+      }
+    }
+  }
+}
