@@ -139,13 +139,7 @@ class OperatorOracleTest {
   }
 
   private void repartitionAndCheck(Path checkpoint, int from, int to) {
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(to).execute();
-
-    assertThat(result.fromPartitions()).isEqualTo(from);
-    assertThat(result.toPartitions()).isEqualTo(to);
-    assertThat(result.rowsMoved()).isPositive();
-    assertThat(result.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    RepartitionResult result = StateAssertions.repartition(spark, checkpoint, from, to);
     assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), to);
     StateAssertions.assertMetadataReports(spark, checkpoint, to);
   }

@@ -54,4 +54,18 @@ final class StateAssertions {
         .select("numPartitions").collectAsList();
     assertThat(rows).isNotEmpty().allSatisfy(r -> assertThat(r.getInt(0)).isEqualTo(partitions));
   }
+
+  /**
+   * Repartitions the checkpoint from the API and checks what the result reports: the counts, and
+   * for every store as many rows written as read.
+   */
+  static RepartitionResult repartition(SparkSession spark, Path checkpoint, int from, int to) {
+    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
+        .toPartitions(to).execute();
+    assertThat(result.fromPartitions()).isEqualTo(from);
+    assertThat(result.toPartitions()).isEqualTo(to);
+    assertThat(result.rowsMoved()).isPositive();
+    assertThat(result.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    return result;
+  }
 }

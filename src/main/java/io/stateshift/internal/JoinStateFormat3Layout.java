@@ -4,13 +4,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
 
 /**
@@ -53,15 +50,7 @@ final class JoinStateFormat3Layout {
           + "state schema of operator " + op.id() + " (" + e.getMessage() + ")",
           Checkpoint.RESTORE);
     }
-    List<StateStoreColFamilySchema> schemas;
-    try (FSDataInputStream in = files.fs().open(schemaFile)) {
-      schemas = new ArrayList<>(ScalaBridge.javaList(
-          StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in)));
-    } catch (Exception e) { // Spark throws checked exceptions here too
-      throw Checkpoint.corrupt(files, "the state schema " + files.relativize(schemaFile) + " of "
-          + "operator " + op.id() + " cannot be read (" + e.getMessage() + ")", Checkpoint.RESTORE);
-    }
-    schemas.sort(Comparator.comparing(StateStoreColFamilySchema::colFamilyName));
+    List<StateStoreColFamilySchema> schemas = TransformWithStateLayout.readColumnFamilySchemas(files, op, schemaFile);
     List<ColumnFamily> families = new ArrayList<>();
     for (StateStoreColFamilySchema schema : schemas) {
       String name = schema.colFamilyName();

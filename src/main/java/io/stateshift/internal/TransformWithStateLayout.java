@@ -61,15 +61,7 @@ final class TransformWithStateLayout {
       throw Checkpoint.corrupt(files, where + " does not name the state variables and state "
           + "schema of operator " + op.id() + " (" + e.getMessage() + ")", Checkpoint.RESTORE);
     }
-    List<StateStoreColFamilySchema> schemas;
-    try (FSDataInputStream in = files.fs().open(schemaFile)) {
-      schemas = new ArrayList<>(ScalaBridge.javaList(
-          StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in)));
-    } catch (Exception e) { // Spark throws checked exceptions here too
-      throw Checkpoint.corrupt(files, "the state schema " + files.relativize(schemaFile) + " of "
-          + "operator " + op.id() + " cannot be read (" + e.getMessage() + ")", Checkpoint.RESTORE);
-    }
-    schemas.sort(Comparator.comparing(StateStoreColFamilySchema::colFamilyName));
+    List<StateStoreColFamilySchema> schemas = readColumnFamilySchemas(files, op, schemaFile);
     List<ColumnFamily> families = new ArrayList<>();
     StateStoreColFamilySchema placeholder = null;
     for (StateStoreColFamilySchema schema : schemas) {
@@ -111,6 +103,21 @@ final class TransformWithStateLayout {
    * {@code _stateSchema} folder: the metadata records absolute paths, which point elsewhere once
    * a checkpoint has been copied or moved.
    */
+  /** Every column family's schema in a state schema v3 file, sorted by name. */
+  static List<StateStoreColFamilySchema> readColumnFamilySchemas(CheckpointFiles files,
+      StatefulOperator op, Path schemaFile) {
+    List<StateStoreColFamilySchema> schemas;
+    try (FSDataInputStream in = files.fs().open(schemaFile)) {
+      schemas = new ArrayList<>(ScalaBridge.javaList(
+          StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in)));
+    } catch (Exception e) { // Spark throws checked exceptions here too
+      throw Checkpoint.corrupt(files, "the state schema " + files.relativize(schemaFile) + " of "
+          + "operator " + op.id() + " cannot be read (" + e.getMessage() + ")", Checkpoint.RESTORE);
+    }
+    schemas.sort(Comparator.comparing(StateStoreColFamilySchema::colFamilyName));
+    return schemas;
+  }
+
   static Path schemaFile(CheckpointFiles files, StatefulOperator op,
       StatefulOperator.Store store, ObjectNode metadata) {
     for (JsonNode info : metadata.get("stateStoreInfo")) {
