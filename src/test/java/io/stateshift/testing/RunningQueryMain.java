@@ -34,7 +34,7 @@ public final class RunningQueryMain {
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
+        .config("spark.sql.streaming.stateStore.maintenanceInterval", "24h")
         .config("spark.sql.shuffle.partitions", args[4])
         .config("spark.sql.streaming.noDataMicroBatches.enabled", Boolean.toString(!running));
     if (extension) {
