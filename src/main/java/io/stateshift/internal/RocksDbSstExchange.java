@@ -4,9 +4,11 @@ import java.io.File;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
@@ -14,6 +16,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
@@ -23,8 +26,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
+import org.apache.spark.unsafe.Platform;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.SstFileWriter;
@@ -110,12 +115,12 @@ final class RocksDbSstExchange {
     long totalBytes = 0;
     List<StagedFile> staged = new ArrayList<>();
     try (EnvOptions env = new EnvOptions();
-        RocksIterator it = RocksDbInternals.nativeDb(db).newIterator()) {
+        ReadOptions scan = scanOptions();
+        RocksIterator it = RocksDbInternals.nativeDb(db).newIterator(scan)) {
       try {
+        RawEntry entry = new RawEntry(keys, spec.keySchema().length());
         for (it.seekToFirst(); it.isValid(); it.next()) {
-          byte[] key = it.key();
-          byte[] value = it.value();
-          UnsafeRow keyRow = keys.decodeKey(key);
+          UnsafeRow keyRow = entry.read(it);
           if (oldPlacement != null && oldPlacement.partitionOf(keyRow) != oldPartition) {
             misplacedKey.run();
           }
@@ -125,9 +130,9 @@ final class RocksDbSstExchange {
             writers[p] = new SstFileWriter(env, db.rocksDbOptions());
             writers[p].open(files[p].getAbsolutePath());
           }
-          writers[p].put(key, value);
           rows[p]++;
-          bytes[p] += key.length + value.length;
+          bytes[p] += entry.length();
+          entry.writeTo(writers[p]);
         }
         it.status();
         timer.lap("iterate+sst-write");
@@ -173,6 +178,83 @@ final class RocksDbSstExchange {
     return new ReadOutcome(new StateRedistributionJob.PartitionCount(spec.slot(), oldPartition,
         totalRows, totalBytes, null), staged);
   }
+
+  /**
+   * The entry under a RocksDB iterator, copied into reusable native buffers that go to the SST
+   * writer as they are: no Java array per key or value, and no native allocation per put (the
+   * byte-array variants of both calls allocate). The key is also copied into one reusable Java
+   * array to point an UnsafeRow at it for hashing.
+   */
+  static final class RawEntry {
+    private final RocksDBKeyStateEncoder keys;
+    private final UnsafeRow keyRow;
+    private ByteBuffer key = ByteBuffer.allocateDirect(256);
+    private ByteBuffer value = ByteBuffer.allocateDirect(1024);
+    private byte[] keyCopy = new byte[256];
+    /** Bytes before the UnsafeRow in a stored key (Spark's encoding version); -1 until known. */
+    private int rowOffset = -1;
+    private int length;
+
+    RawEntry(RocksDBKeyStateEncoder keys, int keyFields) {
+      this.keys = keys;
+      this.keyRow = new UnsafeRow(keyFields);
+    }
+
+    /** Copies the iterator's entry and returns its key as a row (valid until the next read). */
+    UnsafeRow read(RocksIterator it) {
+      key = copy(it, key, true);
+      value = copy(it, value, false);
+      int length = key.remaining();
+      this.length = length + value.remaining();
+      if (keyCopy.length < length) {
+        keyCopy = new byte[Math.max(length, keyCopy.length * 2)];
+      }
+      key.get(key.position(), keyCopy, 0, length);
+      if (!(keys instanceof NoPrefixKeyStateEncoder)) {
+        return keys.decodeKey(Arrays.copyOf(keyCopy, length));
+      }
+      if (rowOffset < 0) {
+        // Without a key prefix the row starts at the same offset in every stored key: Spark's
+        // decoder tells it once, on an exactly sized copy.
+        UnsafeRow decoded = keys.decodeKey(Arrays.copyOf(keyCopy, length));
+        rowOffset = (int) (decoded.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
+      }
+      keyRow.pointTo(keyCopy, Platform.BYTE_ARRAY_OFFSET + rowOffset, length - rowOffset);
+      return keyRow;
+    }
+
+    /** Key and value bytes of the entry last read. */
+    int length() {
+      return length;
+    }
+
+    /** Appends the entry last read (the writer consumes the buffers' remaining bytes). */
+    void writeTo(SstFileWriter writer) throws RocksDBException {
+      writer.put(key, value);
+    }
+
+    private static ByteBuffer copy(RocksIterator it, ByteBuffer buffer, boolean isKey) {
+      buffer.clear();
+      int size = isKey ? it.key(buffer) : it.value(buffer);
+      if (size > buffer.capacity()) {
+        buffer = ByteBuffer.allocateDirect(Math.max(size, buffer.capacity() * 2));
+        size = isKey ? it.key(buffer) : it.value(buffer);
+      }
+      buffer.limit(size);
+      return buffer;
+    }
+  }
+
+  /**
+   * Options for the one pass over an old store: its blocks are read once, so they bypass the
+   * block cache (filling Spark's small per-store cache only evicts blocks that are never read
+   * again), and the files are read ahead in large chunks.
+   */
+  static ReadOptions scanOptions() {
+    return new ReadOptions().setFillCache(false).setReadaheadSize(SCAN_READAHEAD_BYTES);
+  }
+
+  private static final long SCAN_READAHEAD_BYTES = 4L << 20;
 
   /**
    * Write side: opens the new partition under {@code stateRoot} empty, ingests {@code files} in one
