@@ -27,8 +27,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
+import org.rocksdb.Env;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.Priority;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
@@ -288,6 +290,7 @@ final class RocksDbSstExchange {
               // One file instead of one per old partition: Spark's commit uploads, and the
               // switch moves, every file, and reads of the restarted query merge fewer levels.
               timer.lap("ingest");
+              compactionThreadsForEveryCore();
               RocksDbInternals.nativeDb(db).compactRange();
               timer.lap("compact");
             }
@@ -318,6 +321,18 @@ final class RocksDbSstExchange {
       timer.lap("close");
       timer.report();
     }
+  }
+
+  /**
+   * RocksDB runs every instance's compactions, manual ones included, on one process-wide pool,
+   * which it sizes from {@code max_background_jobs} (one thread under Spark's settings). The
+   * write tasks compact many stores at once, so the pool gets a thread per core: otherwise
+   * those compactions queue behind each other on one core while the other cores wait. The
+   * pool only grows, and idle threads cost nothing.
+   */
+  private static void compactionThreadsForEveryCore() {
+    Env.getDefault().incBackgroundThreadsIfNeeded(Runtime.getRuntime().availableProcessors(),
+        Priority.LOW);
   }
 
   /**

@@ -192,7 +192,7 @@ final class StateRedistributionJob implements Serializable {
       sources.add(group);
     }
     List<RocksDbSstExchange.ReadOutcome> reads = jsc.parallelize(sources, sources.size())
-        .flatMap(group -> eachStoreAtOnce(group, this::splitIntoSstFiles).iterator())
+        .flatMap(group -> eachOnItsOwnThread(group, this::splitIntoSstFiles).iterator())
         .collect();
     int targets = stores.size() * newPartitions;
     List<List<RocksDbSstExchange.StagedFile>> filesPerTarget = new ArrayList<>();
@@ -204,17 +204,24 @@ final class StateRedistributionJob implements Serializable {
       read.add(outcome.count());
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
     }
+    // A write task mostly waits (RocksDB open, ingest, Spark's commit: file copies and fsyncs),
+    // so each one writes several new partitions on their own threads; there are still enough
+    // tasks for every core.
+    int partitionsPerTask = Math.max(1, Math.min(WRITE_THREADS_PER_TASK / stores.size(),
+        ceilDiv(newPartitions, jsc.defaultParallelism())));
     List<List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>>> writes = new ArrayList<>();
-    for (int p = 0; p < newPartitions; p++) {
+    for (int first = 0; first < newPartitions; first += partitionsPerTask) {
       List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>> group = new ArrayList<>();
-      for (StoreSpec store : stores) {
-        int t = store.slot() * newPartitions + p;
-        group.add(new Tuple2<>(t, filesPerTarget.get(t)));
+      for (int p = first; p < Math.min(newPartitions, first + partitionsPerTask); p++) {
+        for (StoreSpec store : stores) {
+          int t = store.slot() * newPartitions + p;
+          group.add(new Tuple2<>(t, filesPerTarget.get(t)));
+        }
       }
       writes.add(group);
     }
-    List<PartitionCount> written = jsc.parallelize(writes, newPartitions)
-        .flatMap(group -> eachStoreAtOnce(group, this::ingestSstFiles).iterator())
+    List<PartitionCount> written = jsc.parallelize(writes, writes.size())
+        .flatMap(group -> eachOnItsOwnThread(group, this::ingestSstFiles).iterator())
         .collect();
     try {
       Path exchange = new Path(exchangeDir());
@@ -225,26 +232,34 @@ final class StateRedistributionJob implements Serializable {
     return new Outcome(List.copyOf(read), List.copyOf(written));
   }
 
+  /** Threads one write task of the SST exchange runs at most (stores x new partitions). */
+  private static final int WRITE_THREADS_PER_TASK = 4;
+
+  private static int ceilDiv(int a, int b) {
+    return (a + b - 1) / Math.max(1, b);
+  }
+
   /**
-   * Runs {@code work} for every store of one partition, each on its own thread. Most of a small
-   * store's time goes to the fixed steps of a RocksDB instance (load or open, commit, close: file
-   * copies, fsyncs), which overlap well; a join has 4 stores.
+   * Runs {@code work} for every item of one task's group (the stores of one old partition, or
+   * stores x new partitions), each on its own thread. Most of a small store's time goes to the
+   * fixed steps of a RocksDB instance (load or open, commit, close: file copies, fsyncs), which
+   * overlap well.
    */
-  private static <T, R> List<R> eachStoreAtOnce(List<T> stores,
+  private static <T, R> List<R> eachOnItsOwnThread(List<T> items,
       java.util.function.Function<T, R> work) {
-    if (stores.size() == 1) {
-      return List.of(work.apply(stores.get(0)));
+    if (items.size() == 1) {
+      return List.of(work.apply(items.get(0)));
     }
     java.util.concurrent.ExecutorService pool =
-        java.util.concurrent.Executors.newFixedThreadPool(stores.size(), r -> {
+        java.util.concurrent.Executors.newFixedThreadPool(items.size(), r -> {
           Thread t = new Thread(r, "stateshift-store");
           t.setDaemon(true);
           return t;
         });
     try {
       List<java.util.concurrent.Future<R>> running = new ArrayList<>();
-      for (T store : stores) {
-        running.add(pool.submit(() -> work.apply(store)));
+      for (T item : items) {
+        running.add(pool.submit(() -> work.apply(item)));
       }
       List<R> results = new ArrayList<>();
       for (java.util.concurrent.Future<R> future : running) {
