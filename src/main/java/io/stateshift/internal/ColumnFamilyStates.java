@@ -133,49 +133,40 @@ final class ColumnFamilyStates {
     List<ColumnFamily> families = spec.columnFamilies();
     StateStoreProvider provider = StateStores.openWithColumnFamilies(stateRoot, spec, partition,
         storeConf, hadoopConf);
-    long rows = 0;
-    long bytes = 0;
-    try {
-      StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
-      try {
-        registerAll(store, spec);
-        UnsafeRow[] keys = new UnsafeRow[families.size()];
-        UnsafeRow[] values = new UnsafeRow[families.size()];
-        for (int i = 0; i < families.size(); i++) {
-          keys[i] = new UnsafeRow(families.get(i).keySchema().length());
-          values[i] = new UnsafeRow(families.get(i).valueSchema().length());
-        }
-        while (records.hasNext()) {
-          byte[] record = records.next();
-          int familyIndex = (record[StateRecords.HEADER] & 0xff) << 8
-              | (record[StateRecords.HEADER + 1] & 0xff);
-          ColumnFamily family = families.get(familyIndex);
-          int keyOffset = StateRecords.HEADER + FAMILY_INDEX_BYTES;
-          int keyLength = StateRecords.keyLength(record) - FAMILY_INDEX_BYTES;
-          int valueOffset = StateRecords.valueOffset(record);
-          int valueLength = record.length - valueOffset;
-          UnsafeRow key = keys[familyIndex];
-          UnsafeRow value = values[familyIndex];
-          key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
-          value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
-          if (family.multipleValues() && store.keyExists(key, family.name())) {
-            store.merge(key, value, family.name());
-          } else {
-            store.put(key, value, family.name());
-          }
-          rows++;
-          bytes += keyLength + valueLength;
-        }
-        store.commit();
-        return new RocksDbSnapshotWriter.Written(rows, bytes, null)
-            .withCheckpointIdOf(store, storeConf);
-      } finally {
-        if (!store.hasCommitted()) {
-          store.abort();
-        }
+    return StateStores.writeNewVersion(provider, batchId, store -> {
+      long rows = 0;
+      long bytes = 0;
+      registerAll(store, spec);
+      UnsafeRow[] keys = new UnsafeRow[families.size()];
+      UnsafeRow[] values = new UnsafeRow[families.size()];
+      for (int i = 0; i < families.size(); i++) {
+        keys[i] = new UnsafeRow(families.get(i).keySchema().length());
+        values[i] = new UnsafeRow(families.get(i).valueSchema().length());
       }
-    } finally {
-      provider.close();
-    }
+      while (records.hasNext()) {
+        byte[] record = records.next();
+        int familyIndex = (record[StateRecords.HEADER] & 0xff) << 8
+            | (record[StateRecords.HEADER + 1] & 0xff);
+        ColumnFamily family = families.get(familyIndex);
+        int keyOffset = StateRecords.HEADER + FAMILY_INDEX_BYTES;
+        int keyLength = StateRecords.keyLength(record) - FAMILY_INDEX_BYTES;
+        int valueOffset = StateRecords.valueOffset(record);
+        int valueLength = record.length - valueOffset;
+        UnsafeRow key = keys[familyIndex];
+        UnsafeRow value = values[familyIndex];
+        key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
+        value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
+        if (family.multipleValues() && store.keyExists(key, family.name())) {
+          store.merge(key, value, family.name());
+        } else {
+          store.put(key, value, family.name());
+        }
+        rows++;
+        bytes += keyLength + valueLength;
+      }
+      store.commit();
+      return new RocksDbSnapshotWriter.Written(rows, bytes, null)
+          .withCheckpointIdOf(store, storeConf);
+    });
   }
 }

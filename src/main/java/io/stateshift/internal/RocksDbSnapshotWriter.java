@@ -108,22 +108,16 @@ final class RocksDbSnapshotWriter {
     StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
         hadoopConf);
     try {
-      StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
-      timer.lap("open");
-      try {
+      return StateStores.writeNewVersion(provider, batchId, store -> {
+        timer.lap("open");
         RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
         Written written = records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
         RocksDbInternals.setKeysOnWritingVersion(db, written.rows());
         store.commit();
         timer.lap("commit");
         return written.withCheckpointIdOf(store, storeConf);
-      } finally {
-        if (!store.hasCommitted()) {
-          store.abort();
-        }
-      }
+      });
     } finally {
-      provider.close();
       timer.lap("close");
       timer.report();
     }
@@ -184,33 +178,24 @@ final class RocksDbSnapshotWriter {
       StateStoreConf storeConf, Configuration hadoopConf, long batchId, Iterator<byte[]> records) {
     StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
         hadoopConf);
-    long rows = 0;
-    long bytes = 0;
-    try {
-      StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
-      try {
-        UnsafeRow key = new UnsafeRow(spec.keySchema().length());
-        UnsafeRow value = new UnsafeRow(spec.valueSchema().length());
-        while (records.hasNext()) {
-          byte[] record = records.next();
-          int keyLength = StateRecords.keyLength(record);
-          int valueOffset = StateRecords.HEADER + keyLength;
-          int valueLength = record.length - valueOffset;
-          key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + StateRecords.HEADER, keyLength);
-          value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
-          store.put(key, value, StateStores.DEFAULT_COLUMN_FAMILY);
-          rows++;
-          bytes += keyLength + valueLength;
-        }
-        store.commit();
-        return new Written(rows, bytes, null).withCheckpointIdOf(store, storeConf);
-      } finally {
-        if (!store.hasCommitted()) {
-          store.abort();
-        }
+    return StateStores.writeNewVersion(provider, batchId, store -> {
+      long rows = 0;
+      long bytes = 0;
+      UnsafeRow key = new UnsafeRow(spec.keySchema().length());
+      UnsafeRow value = new UnsafeRow(spec.valueSchema().length());
+      while (records.hasNext()) {
+        byte[] record = records.next();
+        int keyLength = StateRecords.keyLength(record);
+        int valueOffset = StateRecords.HEADER + keyLength;
+        int valueLength = record.length - valueOffset;
+        key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + StateRecords.HEADER, keyLength);
+        value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
+        store.put(key, value, StateStores.DEFAULT_COLUMN_FAMILY);
+        rows++;
+        bytes += keyLength + valueLength;
       }
-    } finally {
-      provider.close();
-    }
+      store.commit();
+      return new Written(rows, bytes, null).withCheckpointIdOf(store, storeConf);
+    });
   }
 }

@@ -22,7 +22,6 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
@@ -269,9 +268,8 @@ final class RocksDbSstExchange {
     StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
         hadoopConf);
     try {
-      StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
-      timer.lap("open");
-      try {
+      return StateStores.writeNewVersion(provider, batchId, store -> {
+        timer.lap("open");
         RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
         long rows = 0;
         long bytes = 0;
@@ -311,13 +309,8 @@ final class RocksDbSstExchange {
         }
         return new RocksDbSnapshotWriter.Written(rows, bytes, null)
             .withCheckpointIdOf(store, storeConf);
-      } finally {
-        if (!store.hasCommitted()) {
-          store.abort();
-        }
-      }
+      });
     } finally {
-      provider.close();
       timer.lap("close");
       timer.report();
     }

@@ -3,6 +3,7 @@ package io.stateshift.internal;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.Function;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -14,6 +15,7 @@ import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StatePartitionKeyExtractor;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -49,6 +51,27 @@ final class StateStores {
         new StateStoreProviderId(id, UUID.randomUUID()), spec.keySchema(), spec.valueSchema(),
         new NoPrefixKeyStateEncoderSpec(spec.keySchema()), true, storeConf,
         new Configuration(hadoopConf), false, ScalaBridge.none());
+  }
+
+  /**
+   * Opens version {@code batchId + 1} of {@code provider}'s partition empty, lets {@code write}
+   * fill and commit it, aborts it if {@code write} did not commit, and closes the provider in
+   * every case: a failed task leaves no open RocksDB instance and no half-made version behind.
+   */
+  static <T> T writeNewVersion(StateStoreProvider provider, long batchId,
+      Function<StateStore, T> write) {
+    try {
+      StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
+      try {
+        return write.apply(store);
+      } finally {
+        if (!store.hasCommitted()) {
+          store.abort();
+        }
+      }
+    } finally {
+      provider.close();
+    }
   }
 
   /** How the store's keys are encoded: whole-key, or prefix-scannable on the first n columns. */
