@@ -205,22 +205,22 @@ final class RocksDbSstExchange {
     UnsafeRow read(RocksIterator it) {
       key = copy(it, key, true);
       value = copy(it, value, false);
-      int length = key.remaining();
-      this.length = length + value.remaining();
-      if (keyCopy.length < length) {
-        keyCopy = new byte[Math.max(length, keyCopy.length * 2)];
+      int keyLength = key.remaining();
+      length = keyLength + value.remaining();
+      if (keyCopy.length < keyLength) {
+        keyCopy = new byte[Math.max(keyLength, keyCopy.length * 2)];
       }
-      key.get(key.position(), keyCopy, 0, length);
+      key.get(key.position(), keyCopy, 0, keyLength);
       if (!(keys instanceof NoPrefixKeyStateEncoder)) {
-        return keys.decodeKey(Arrays.copyOf(keyCopy, length));
+        return keys.decodeKey(Arrays.copyOf(keyCopy, keyLength));
       }
       if (rowOffset < 0) {
         // Without a key prefix the row starts at the same offset in every stored key: Spark's
         // decoder tells it once, on an exactly sized copy.
-        UnsafeRow decoded = keys.decodeKey(Arrays.copyOf(keyCopy, length));
+        UnsafeRow decoded = keys.decodeKey(Arrays.copyOf(keyCopy, keyLength));
         rowOffset = (int) (decoded.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
       }
-      keyRow.pointTo(keyCopy, Platform.BYTE_ARRAY_OFFSET + rowOffset, length - rowOffset);
+      keyRow.pointTo(keyCopy, Platform.BYTE_ARRAY_OFFSET + rowOffset, keyLength - rowOffset);
       return keyRow;
     }
 
@@ -252,10 +252,8 @@ final class RocksDbSstExchange {
    * again), and the files are read ahead in large chunks.
    */
   static ReadOptions scanOptions() {
-    return new ReadOptions().setFillCache(false).setReadaheadSize(SCAN_READAHEAD_BYTES);
+    return new ReadOptions().setFillCache(false).setReadaheadSize(4L << 20);
   }
-
-  private static final long SCAN_READAHEAD_BYTES = 4L << 20;
 
   /**
    * Write side: opens the new partition under {@code stateRoot} empty, ingests {@code files} in one
