@@ -1,8 +1,9 @@
 package io.stateshift.internal;
 
+import io.stateshift.internal.StateRedistributionJob.ReadOutcome;
+import io.stateshift.internal.StateRedistributionJob.StagedFile;
 import java.io.File;
 import java.io.IOException;
-import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -66,13 +67,6 @@ final class RocksDbSstExchange {
       !"false".equals(System.getProperty("stateshift.rocksdb.compactAfterIngest"));
 
   private RocksDbSstExchange() {}
-
-  /** One staged SST file: the new partition it belongs to, its path and what it holds. */
-  record StagedFile(int target, String path, long rows, long bytes) implements Serializable {}
-
-  /** What one read task produced: its counts and the files it staged. */
-  record ReadOutcome(StateRedistributionJob.PartitionCount count, List<StagedFile> files)
-      implements Serializable {}
 
   /** The key decoder for one store, to compute the new partition from the stored key bytes. */
   static RocksDBKeyStateEncoder keyDecoder(StoreSpec spec) {

@@ -1,6 +1,5 @@
 package io.stateshift.internal;
 
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -9,13 +8,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.io.CompressionCodec;
-import org.apache.spark.io.CompressionCodec$;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
@@ -52,6 +47,15 @@ final class StateRedistributionJob implements Serializable {
 
   /** What the job moved, per store partition on each side. */
   record Outcome(List<PartitionCount> read, List<PartitionCount> written) {}
+
+  /**
+   * A file a read task staged for one new partition (a file exchange, no shuffle): the target
+   * (store, new partition) it belongs to, its path and what it holds.
+   */
+  record StagedFile(int target, String path, long rows, long bytes) implements Serializable {}
+
+  /** What one read task of a file exchange produced: its counts and the files it staged. */
+  record ReadOutcome(PartitionCount count, List<StagedFile> files) implements Serializable {}
 
   private record SourceTask(int slot, int partition) implements Serializable {}
 
@@ -95,9 +99,12 @@ final class StateRedistributionJob implements Serializable {
         : RocksDbSnapshotWriter.mode(storeConf);
   }
 
-  /** The way new RocksDB partitions are written, and why when it is the slower one. */
+  /** The way new partitions are written, and why when it is the slower one. */
   String writeStrategy(SparkSession spark) {
     chooseExchange(spark);
+    if (hdfsExchange) {
+      return "hdfs-file-exchange (raw bytes, no shuffle)";
+    }
     if (!rocksDb) {
       return "hdfs-snapshot";
     }
@@ -128,10 +135,11 @@ final class StateRedistributionJob implements Serializable {
 
   /**
    * Whether RocksDB partitions move as raw SST files without a shuffle ({@link
-   * RocksDbSstExchange}); chosen from the session's conf by {@link #run} and {@link
-   * #writeStrategy}.
+   * RocksDbSstExchange}), and HDFS-backed ones as raw staged files ({@link HdfsFileExchange});
+   * chosen from the session's conf by {@link #run} and {@link #writeStrategy}.
    */
   private boolean sstExchange;
+  private boolean hdfsExchange;
 
   private void chooseExchange(SparkSession spark) {
     // Keys whose placement was derived (pre-4.0 checkpoints) are checked on the decoding path.
@@ -139,12 +147,19 @@ final class StateRedistributionJob implements Serializable {
         && verifyPlacementSlots.isEmpty()
         && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
         && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+    // State checkpoint format v2 names files by unique id: the provider reads those.
+    hdfsExchange = !rocksDb && readCheckpointIds == null
+        && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
+        && !"shuffle".equals(spark.conf().get(HdfsFileExchange.EXCHANGE_CONF, "files"));
   }
 
   Outcome run(SparkSession spark) {
     chooseExchange(spark);
     if (sstExchange) {
-      return runSstExchange(spark);
+      return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles);
+    }
+    if (hdfsExchange) {
+      return runFileExchange(spark, this::splitHdfsFiles, this::concatenateHdfsFiles);
     }
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     readCounts = new CollectionAccumulator<>();
@@ -172,14 +187,28 @@ final class StateRedistributionJob implements Serializable {
     return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written));
   }
 
-  // ---- RocksDB to RocksDB without a shuffle: SST files per new partition ----
+  // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
 
-  /** Where the read tasks stage their SST files: next to the attempt's staged state. */
+  /** Where the read tasks stage their files: next to the attempt's staged state. */
   private String exchangeDir() {
     return new Path(new Path(stagingRoot).getParent(), "exchange").toString();
   }
 
-  private Outcome runSstExchange(SparkSession spark) {
+  /** A function a Spark task can run (the job and its methods are serializable). */
+  private interface TaskStep<T, R> extends java.util.function.Function<T, R>, Serializable {}
+
+  /** Writes one new partition of one store from the files staged for it. */
+  private interface WriteStep extends Serializable {
+    PartitionCount write(StoreSpec spec, int partition, List<StagedFile> files);
+  }
+
+  /**
+   * One task per old partition runs {@code split} for each of its stores on parallel threads;
+   * one task per group of new partitions runs {@code write} for each (store, new partition) with
+   * the files staged for it.
+   */
+  private Outcome runFileExchange(SparkSession spark, TaskStep<SourceTask, ReadOutcome> split,
+      WriteStep write) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     // One task per old partition reads all its stores (a join has 4), one per new partition
     // writes them: fewer tasks, each store's RocksDB instance opened once all the same.
@@ -191,16 +220,16 @@ final class StateRedistributionJob implements Serializable {
       }
       sources.add(group);
     }
-    List<RocksDbSstExchange.ReadOutcome> reads = jsc.parallelize(sources, sources.size())
-        .flatMap(group -> eachOnItsOwnThread(group, this::splitIntoSstFiles).iterator())
+    List<ReadOutcome> reads = jsc.parallelize(sources, sources.size())
+        .flatMap(group -> eachOnItsOwnThread(group, split).iterator())
         .collect();
     int targets = stores.size() * newPartitions;
-    List<List<RocksDbSstExchange.StagedFile>> filesPerTarget = new ArrayList<>();
+    List<List<StagedFile>> filesPerTarget = new ArrayList<>();
     for (int t = 0; t < targets; t++) {
       filesPerTarget.add(new ArrayList<>());
     }
     List<PartitionCount> read = new ArrayList<>();
-    for (RocksDbSstExchange.ReadOutcome outcome : reads) {
+    for (ReadOutcome outcome : reads) {
       read.add(outcome.count());
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
     }
@@ -209,9 +238,9 @@ final class StateRedistributionJob implements Serializable {
     // tasks for every core.
     int partitionsPerTask = Math.max(1, Math.min(WRITE_THREADS_PER_TASK / stores.size(),
         ceilDiv(newPartitions, jsc.defaultParallelism())));
-    List<List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>>> writes = new ArrayList<>();
+    List<List<Tuple2<Integer, List<StagedFile>>>> writes = new ArrayList<>();
     for (int first = 0; first < newPartitions; first += partitionsPerTask) {
-      List<Tuple2<Integer, List<RocksDbSstExchange.StagedFile>>> group = new ArrayList<>();
+      List<Tuple2<Integer, List<StagedFile>>> group = new ArrayList<>();
       for (int p = first; p < Math.min(newPartitions, first + partitionsPerTask); p++) {
         for (StoreSpec store : stores) {
           int t = store.slot() * newPartitions + p;
@@ -221,7 +250,7 @@ final class StateRedistributionJob implements Serializable {
       writes.add(group);
     }
     List<PartitionCount> written = jsc.parallelize(writes, writes.size())
-        .flatMap(group -> eachOnItsOwnThread(group, this::ingestSstFiles).iterator())
+        .flatMap(group -> eachOnItsOwnThread(group, t -> writeTarget(t, write)).iterator())
         .collect();
     try {
       Path exchange = new Path(exchangeDir());
@@ -283,7 +312,7 @@ final class StateRedistributionJob implements Serializable {
     }
   }
 
-  private RocksDbSstExchange.ReadOutcome splitIntoSstFiles(SourceTask task) {
+  private ReadOutcome splitIntoSstFiles(SourceTask task) {
     StoreSpec spec = stores.get(task.slot());
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
@@ -304,10 +333,7 @@ final class StateRedistributionJob implements Serializable {
             ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
         return RocksDbSstExchange.split(store, spec, task.partition(),
             new StateStores.KeyPlacement(spec, newPartitions), oldPlacement, () -> {
-              throw OperatorWithoutMetadata.refuse(
-                  new Path(liveStateRoot).getParent().toString(), spec.operatorId(),
-                  "a key in its partition " + task.partition() + " is not placed by its whole "
-                      + "state key as derived from its state schema");
+              throw misplacedKey(spec, task.partition());
             }, spec.slot() * newPartitions, newPartitions, exchangeDir(), hadoopConf.value(),
             timer);
       } finally {
@@ -320,17 +346,54 @@ final class StateRedistributionJob implements Serializable {
     }
   }
 
-  private PartitionCount ingestSstFiles(
-      Tuple2<Integer, List<RocksDbSstExchange.StagedFile>> target) {
-    StoreSpec spec = stores.get(target._1() / newPartitions);
-    int partition = target._1() % newPartitions;
+  /** Runs {@code write} for one (store, new partition) target with the files staged for it. */
+  private PartitionCount writeTarget(Tuple2<Integer, List<StagedFile>> target, WriteStep write) {
     if (target._1() == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
     }
+    return write.write(stores.get(target._1() / newPartitions), target._1() % newPartitions,
+        target._2());
+  }
+
+  private PartitionCount ingestSstFiles(StoreSpec spec, int partition, List<StagedFile> files) {
     RocksDbSnapshotWriter.Written written = RocksDbSstExchange.ingest(stagingRoot + "/state",
-        spec, partition, storeConf, hadoopConf.value(), writeBatchId, target._2());
+        spec, partition, storeConf, hadoopConf.value(), writeBatchId, files);
     return new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
         written.checkpointId());
+  }
+
+  private ReadOutcome splitHdfsFiles(SourceTask task) {
+    StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    try {
+      StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
+          ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
+      return HdfsFileExchange.split(
+          new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())), readVersion,
+          spec, task.partition(), new StateStores.KeyPlacement(spec, newPartitions), oldPlacement,
+          () -> {
+            throw misplacedKey(spec, task.partition());
+          }, spec.slot() * newPartitions, newPartitions, exchangeDir(), compressionCodec,
+          hadoopConf.value(), timer);
+    } finally {
+      timer.report();
+    }
+  }
+
+  private PartitionCount concatenateHdfsFiles(StoreSpec spec, int partition,
+      List<StagedFile> files) {
+    return HdfsFileExchange.writeSnapshot(snapshotFile(spec, partition), spec, partition, files,
+        compressionCodec, hadoopConf.value());
+  }
+
+  private Path snapshotFile(StoreSpec spec, int partition) {
+    return new Path(new Path(stagingRoot, spec.dir(partition)), writtenVersion() + ".snapshot");
+  }
+
+  private RuntimeException misplacedKey(StoreSpec spec, int partition) {
+    return OperatorWithoutMetadata.refuse(new Path(liveStateRoot).getParent().toString(),
+        spec.operatorId(), "a key in its partition " + partition + " is not placed by its whole "
+            + "state key as derived from its state schema");
   }
 
   private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
@@ -387,9 +450,7 @@ final class StateRedistributionJob implements Serializable {
         }
         UnsafeRowPair pair = rows.next();
         if (oldPlacement != null && oldPlacement.partitionOf(pair.key()) != task.partition()) {
-          throw OperatorWithoutMetadata.refuse(new Path(liveStateRoot).getParent().toString(),
-              spec.operatorId(), "a key in its partition " + task.partition() + " is not placed "
-                  + "by its whole state key as derived from its state schema");
+          throw misplacedKey(spec, task.partition());
         }
         int target = firstTarget + placement.partitionOf(pair.key());
         byte[] record = encoding != null
@@ -482,29 +543,19 @@ final class StateRedistributionJob implements Serializable {
    */
   private PartitionCount writeHdfsSnapshot(StoreSpec spec, int partition,
       Iterator<byte[]> records) {
-    Path file = new Path(new Path(stagingRoot, spec.dir(partition)), writtenVersion() + ".snapshot");
+    Path file = snapshotFile(spec, partition);
     long rows = 0;
     long bytes = 0;
-    try {
-      FileSystem fs = file.getFileSystem(hadoopConf.value());
-      fs.mkdirs(file.getParent());
-      CompressionCodec codec =
-          CompressionCodec$.MODULE$.createCodec(SparkEnv.get().conf(), compressionCodec);
-      try (DataOutputStream out =
-          new DataOutputStream(codec.compressedOutputStream(fs.create(file, false)))) {
-        while (records.hasNext()) {
-          byte[] record = records.next();
-          int keyLength = StateRecords.keyLength(record);
-          int valueOffset = StateRecords.valueOffset(record);
-          int valueLength = record.length - valueOffset;
-          out.writeInt(keyLength);
-          out.write(record, StateRecords.HEADER, keyLength);
-          out.writeInt(valueLength);
-          out.write(record, valueOffset, valueLength);
-          rows++;
-          bytes += keyLength + valueLength;
-        }
-        out.writeInt(-1);
+    try (HdfsFileExchange.SnapshotWriter out = new HdfsFileExchange.SnapshotWriter(
+        file.getFileSystem(hadoopConf.value()), file, HdfsFileExchange.codec(compressionCodec))) {
+      while (records.hasNext()) {
+        byte[] record = records.next();
+        int keyLength = StateRecords.keyLength(record);
+        int valueOffset = StateRecords.valueOffset(record);
+        int valueLength = record.length - valueOffset;
+        out.append(record, StateRecords.HEADER, keyLength, record, valueOffset, valueLength);
+        rows++;
+        bytes += keyLength + valueLength;
       }
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot write " + file + ": " + e.getMessage(), e);
