@@ -10,9 +10,7 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Matcher;
@@ -43,7 +41,7 @@ import org.apache.spark.unsafe.Platform;
  * N+1.snapshot}: keys are unique across old partitions, so there is nothing to merge.
  *
  * <p>Memory per read task is the keys of the chain's deltas (one delta's entries at a time with
- * their values), never the snapshot. Applies to state checkpoint format v1 (plain version file
+ * their values), never the snapshot's. Applies to state checkpoint format v1 (plain version file
  * names); the job falls back to the provider and a shuffle otherwise.
  */
 final class HdfsFileExchange {
@@ -78,9 +76,8 @@ final class HdfsFileExchange {
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
       timer.lap("list");
       Set<KeyBytes> seen = new HashSet<>();
-      for (int i = 0; i < chain.size(); i++) {
-        Path file = chain.get(i);
-        boolean oldest = i == chain.size() - 1;
+      List<byte[]> delta = new ArrayList<>();
+      for (Path file : chain) {
         if (file.getName().endsWith(".snapshot")) {
           // a snapshot holds each key once and is always the oldest file: stream it
           try (DataInputStream in = open(fs, file, codec)) {
@@ -93,18 +90,21 @@ final class HdfsFileExchange {
           }
           continue;
         }
-        // within a delta the last entry of a key wins
-        Map<KeyBytes, byte[]> latest = new LinkedHashMap<>();
+        // Within a delta the last entry of a key wins: walked backwards, a delta is newest first
+        // too, and one set of keys seen serves both.
+        delta.clear();
         try (DataInputStream in = open(fs, file, codec)) {
           byte[][] entry = new byte[2][];
           while (readEntry(in, file, entry)) {
-            latest.put(new KeyBytes(entry[0]), entry[1]);
+            delta.add(entry[0]);
+            delta.add(entry[1]);
           }
         }
-        for (Map.Entry<KeyBytes, byte[]> e : latest.entrySet()) {
-          boolean first = oldest ? !seen.contains(e.getKey()) : seen.add(e.getKey());
-          if (first && e.getValue() != null) {
-            splitter.emit(e.getKey().bytes, e.getValue());
+        for (int i = delta.size() - 2; i >= 0; i -= 2) {
+          byte[] key = delta.get(i);
+          byte[] value = delta.get(i + 1);
+          if (seen.add(new KeyBytes(key)) && value != null) {
+            splitter.emit(key, value);
           }
         }
       }
