@@ -16,10 +16,8 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RemoteIterator;
 
 /**
  * File operations on a checkpoint, on any Hadoop file system. New files are written to a temporary
@@ -127,19 +125,27 @@ public final class CheckpointFiles {
   public List<Path> listFilesRecursively(Path dir) {
     List<Path> out = new ArrayList<>();
     try {
-      if (!fs.exists(dir)) {
-        return out;
-      }
-      RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
-      while (it.hasNext()) {
-        Path p = it.next().getPath();
-        if (!isHadoopChecksum(p)) {
-          out.add(p);
-        }
+      if (fs.exists(dir)) {
+        collectFiles(dir, out);
       }
       return out;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * Walks with listStatus, not listFiles: on a local disk without Hadoop's native library,
+   * listFiles asks every file's permissions with a forked {@code ls} (about 20 ms a file: 5 s of
+   * a join's switch, which lists its 128 staged files twice).
+   */
+  private void collectFiles(Path dir, List<Path> out) throws IOException {
+    for (FileStatus status : fs.listStatus(dir)) {
+      if (status.isDirectory()) {
+        collectFiles(status.getPath(), out);
+      } else if (!isHadoopChecksum(status.getPath())) {
+        out.add(status.getPath());
+      }
     }
   }
 

@@ -6,7 +6,10 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -20,6 +23,7 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.io.CompressionCodec$;
@@ -174,9 +178,24 @@ final class HdfsFileExchange {
     private final DataOutputStream out;
 
     SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec) throws IOException {
-      fs.mkdirs(file.getParent());
       out = new DataOutputStream(new BufferedOutputStream(
-          codec.compressedOutputStream(fs.create(file, false)), BUFFER));
+          codec.compressedOutputStream(create(fs, file)), BUFFER));
+    }
+
+    /**
+     * A new file. On Hadoop's raw local file system (staged files) through java.nio: Hadoop
+     * sets each new local file's permissions with a forked {@code chmod} when its native library
+     * is missing (about 20 ms a file, and a read task stages one per new partition).
+     */
+    private static OutputStream create(FileSystem fs, Path file) throws IOException {
+      if (fs instanceof RawLocalFileSystem local) {
+        java.nio.file.Path path = local.pathToFile(file).toPath();
+        Files.createDirectories(path.getParent());
+        return Files.newOutputStream(path, StandardOpenOption.CREATE_NEW,
+            StandardOpenOption.WRITE);
+      }
+      fs.mkdirs(file.getParent());
+      return fs.create(file, false);
     }
 
     void append(byte[] key, int keyLength, byte[] value, int valueLength) throws IOException {
