@@ -260,18 +260,6 @@ final class HdfsFileExchange {
     return chain;
   }
 
-  /** Whether {@code partitionDir} holds only the plain version files this exchange reads. */
-  static boolean readable(FileSystem fs, Path partitionDir) throws IOException {
-    for (FileStatus status : fs.listStatus(partitionDir)) {
-      String name = status.getPath().getName();
-      if ((name.endsWith(".delta") || name.endsWith(".snapshot"))
-          && !VERSION_FILE.matcher(name).matches()) {
-        return false; // e.g. 5_<id>.delta under state checkpoint format v2
-      }
-    }
-    return true;
-  }
-
   private static DataInputStream open(FileSystem fs, Path file, CompressionCodec codec)
       throws IOException {
     return new DataInputStream(new BufferedInputStream(
