@@ -188,7 +188,9 @@ final class HdfsFileExchange {
      * is missing (about 20 ms a file, and a read task stages one per new partition).
      */
     private static OutputStream create(FileSystem fs, Path file) throws IOException {
-      if (fs instanceof RawLocalFileSystem local) {
+      // exactly Hadoop's own class: a subclass (a fault injector, say) keeps its create
+      if (fs.getClass() == RawLocalFileSystem.class) {
+        RawLocalFileSystem local = (RawLocalFileSystem) fs;
         java.nio.file.Path path = local.pathToFile(file).toPath();
         Files.createDirectories(path.getParent());
         return Files.newOutputStream(path, StandardOpenOption.CREATE_NEW,
