@@ -23,6 +23,8 @@ import org.apache.hadoop.fs.Path;
  */
 public final class CheckpointLock implements AutoCloseable {
   public static final long DEFAULT_LEASE_MS = 60_000;
+  /** The name of the thread that renews a lease in the background. */
+  public static final String RENEWER_THREAD = "stateshift-lock-renewer";
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** The content of the lock file. */
@@ -42,7 +44,7 @@ public final class CheckpointLock implements AutoCloseable {
     this.purpose = purpose;
     this.leaseMs = leaseMs;
     this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "stateshift-lock-renewer");
+      Thread t = new Thread(r, RENEWER_THREAD);
       t.setDaemon(true);
       return t;
     });
