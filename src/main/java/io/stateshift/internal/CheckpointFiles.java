@@ -43,8 +43,9 @@ public final class CheckpointFiles {
     }
     try {
       Path path = new Path(location);
-      FileSystem fs = path.getFileSystem(conf);
-      return new CheckpointFiles(fs.makeQualified(path), fs, conf);
+      Configuration ours = ForklessLocalFileSystem.applyTo(conf);
+      FileSystem fs = path.getFileSystem(ours);
+      return new CheckpointFiles(fs.makeQualified(path), fs, ours);
     } catch (IOException | IllegalArgumentException e) {
       throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
           "Cannot open checkpoint location " + location + ": " + e.getMessage(), e);

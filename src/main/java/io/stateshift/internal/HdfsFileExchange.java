@@ -8,8 +8,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -23,7 +21,6 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.io.CompressionCodec$;
@@ -182,20 +179,8 @@ final class HdfsFileExchange {
           codec.compressedOutputStream(create(fs, file)), BUFFER));
     }
 
-    /**
-     * A new file. On Hadoop's raw local file system (staged files) through java.nio: Hadoop
-     * sets each new local file's permissions with a forked {@code chmod} when its native library
-     * is missing (about 20 ms a file, and a read task stages one per new partition).
-     */
+    /** A new file, and its folder if missing. */
     private static OutputStream create(FileSystem fs, Path file) throws IOException {
-      // exactly Hadoop's own class: a subclass (a fault injector, say) keeps its create
-      if (fs.getClass() == RawLocalFileSystem.class) {
-        RawLocalFileSystem local = (RawLocalFileSystem) fs;
-        java.nio.file.Path path = local.pathToFile(file).toPath();
-        Files.createDirectories(path.getParent());
-        return Files.newOutputStream(path, StandardOpenOption.CREATE_NEW,
-            StandardOpenOption.WRITE);
-      }
       fs.mkdirs(file.getParent());
       return fs.create(file, false);
     }
