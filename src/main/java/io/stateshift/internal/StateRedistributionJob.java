@@ -75,6 +75,8 @@ final class StateRedistributionJob implements Serializable {
   /** For RocksDB: SST ingestion or the provider's puts; null for the HDFS-backed store. */
   private final RocksDbSnapshotWriter.Mode rocksDbMode;
   private CollectionAccumulator<PartitionCount> readCounts;
+  /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
+  private boolean inProcessDeletes = true;
 
   StateRedistributionJob(String liveStateRoot, String stagingRoot, StateStoreConf storeConf,
       Configuration hadoopConf, List<StoreSpec> stores, int oldPartitions, int newPartitions,
@@ -155,6 +157,7 @@ final class StateRedistributionJob implements Serializable {
 
   Outcome run(SparkSession spark) {
     chooseExchange(spark);
+    inProcessDeletes = !"false".equals(spark.conf().get(InProcessDeletes.CONF, "true"));
     if (sstExchange) {
       return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles);
     }
@@ -221,7 +224,10 @@ final class StateRedistributionJob implements Serializable {
       sources.add(group);
     }
     List<ReadOutcome> reads = jsc.parallelize(sources, sources.size())
-        .flatMap(group -> eachOnItsOwnThread(group, split).iterator())
+        .flatMap(group -> {
+          beginTask();
+          return eachOnItsOwnThread(group, split).iterator();
+        })
         .collect();
     int targets = stores.size() * newPartitions;
     List<List<StagedFile>> filesPerTarget = new ArrayList<>();
@@ -250,7 +256,10 @@ final class StateRedistributionJob implements Serializable {
       writes.add(group);
     }
     List<PartitionCount> written = jsc.parallelize(writes, writes.size())
-        .flatMap(group -> eachOnItsOwnThread(group, t -> writeTarget(t, write)).iterator())
+        .flatMap(group -> {
+          beginTask();
+          return eachOnItsOwnThread(group, t -> writeTarget(t, write)).iterator();
+        })
         .collect();
     try {
       Path exchange = new Path(exchangeDir());
@@ -259,6 +268,13 @@ final class StateRedistributionJob implements Serializable {
       // left for the attempt folder's removal; the staged files are not part of the checkpoint
     }
     return new Outcome(List.copyOf(read), List.copyOf(written));
+  }
+
+  /** First in every task of the job. */
+  private void beginTask() {
+    if (inProcessDeletes) {
+      InProcessDeletes.untilThisTaskEnds();
+    }
   }
 
   /** Threads one write task of the SST exchange runs at most (stores x new partitions). */
@@ -402,6 +418,7 @@ final class StateRedistributionJob implements Serializable {
   // ---- read side: runs in a task per old (store, partition) ----
 
   private Iterator<Tuple2<byte[], Object>> read(SourceTask task) {
+    beginTask();
     StoreSpec spec = stores.get(task.slot());
     if (spec.hasColumnFamilies()) {
       return readColumnFamilies(task, spec);
@@ -500,6 +517,7 @@ final class StateRedistributionJob implements Serializable {
   // ---- write side: runs in a task per new (store, partition) ----
 
   private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> shuffled) {
+    beginTask();
     StoreSpec spec = stores.get(target / newPartitions);
     int partition = target % newPartitions;
     if (target == stores.size() * newPartitions - 1) {
