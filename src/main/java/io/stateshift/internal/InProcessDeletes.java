@@ -22,15 +22,31 @@ final class InProcessDeletes {
   static final String CONF = "spark.stateshift.inProcessDeletes";
 
   private static final Object LOCK = new Object();
+  /** False where the flag is missing or final (another Spark version): the processes stay. */
+  private static final boolean SWITCHABLE = flagCanBeSet();
   private static int tasksUsing;
   private static boolean flagBefore;
 
   private InProcessDeletes() {}
 
-  /** Deletes in-process from now until the current Spark task completes. */
+  private static boolean flagCanBeSet() {
+    try {
+      boolean value = JavaUtils.isUnix;
+      JavaUtils.isUnix = value;
+      return true;
+    } catch (LinkageError e) {
+      return false;
+    }
+  }
+
+  /** Deletes in-process from now until the current Spark task completes (failed ones too). */
   static void untilThisTaskEnds() {
+    TaskContext task = TaskContext.get();
+    if (task == null || !SWITCHABLE) {
+      return; // not inside a task (nothing would release it), or nothing to switch
+    }
     acquire();
-    TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> release());
+    task.addTaskCompletionListener((TaskCompletionListener) context -> release());
   }
 
   static void acquire() {
