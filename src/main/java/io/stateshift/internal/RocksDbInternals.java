@@ -38,6 +38,17 @@ final class RocksDbInternals {
     return nativeDb;
   }
 
+  /**
+   * Stops the background compactions a store starts when it is opened. Spark opens every version
+   * read-write, and an old partition with as many level-0 files as RocksDB's trigger (4: one per
+   * batch) starts merging them at once, rewriting the whole partition on a core the walk needs,
+   * only to throw the result away when the store closes. Reading is unaffected: an iterator keeps
+   * the files it started on, and a cancelled compaction leaves its input files as they were.
+   */
+  static void stopCompactions(RocksDB db) {
+    nativeDb(db).cancelAllBackgroundWork(false);
+  }
+
   /** Sets the key count Spark records in the snapshot's metadata on the next commit. */
   static void setKeysOnWritingVersion(RocksDB db, long keys) {
     require();

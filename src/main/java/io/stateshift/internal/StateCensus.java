@@ -75,7 +75,7 @@ final class StateCensus implements Serializable {
     StateStoreProvider provider = StateStores.open(stateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     try {
-      ReadStateStore store = provider.getReadStore(version,
+      ReadStateStore store = StateStores.loadToRead(provider, version,
           StateStores.checkpointId(checkpointIds, spec, task.partition()));
       try {
         StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);

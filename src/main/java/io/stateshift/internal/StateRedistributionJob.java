@@ -334,9 +334,8 @@ final class StateRedistributionJob implements Serializable {
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
     try {
-      ReadStateStore store =
-          provider.getReadStore(readVersion,
-              StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+      ReadStateStore store = StateStores.loadToRead(provider, readVersion,
+          StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
       timer.lap("load");
       if (TaskTimer.ENABLED) {
         RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
@@ -426,7 +425,7 @@ final class StateRedistributionJob implements Serializable {
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf.value());
-    ReadStateStore store = provider.getReadStore(readVersion,
+    ReadStateStore store = StateStores.loadToRead(provider, readVersion,
         StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
     timer.lap("load");

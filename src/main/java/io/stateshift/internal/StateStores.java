@@ -14,6 +14,8 @@ import org.apache.spark.sql.execution.streaming.operators.stateful.StatePartitio
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StatePartitionKeyExtractor;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
@@ -82,6 +84,20 @@ final class StateStores {
   }
 
   /** The unique id to load a version by under state checkpoint format v2; none under v1. */
+  /**
+   * Loads {@code version} of a partition to read it once. A RocksDB store's own compactions are
+   * stopped first ({@link RocksDbInternals#stopCompactions}): their output would be thrown away.
+   */
+  static ReadStateStore loadToRead(StateStoreProvider provider, long version,
+      scala.Option<String> checkpointId) {
+    ReadStateStore store = provider.getReadStore(version, checkpointId);
+    if (store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
+        && RocksDbInternals.available()) {
+      RocksDbInternals.stopCompactions(rocksDb.dbInstance());
+    }
+    return store;
+  }
+
   static scala.Option<String> checkpointId(StateCheckpointIds ids, StoreSpec spec, int partition) {
     return ids == null ? ScalaBridge.none()
         : scala.Option.apply(ids.idOf(spec.operatorId(), partition, spec.storeName()));
