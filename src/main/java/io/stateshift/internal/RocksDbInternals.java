@@ -2,11 +2,13 @@ package io.stateshift.internal;
 
 import java.lang.reflect.Field;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 
 /**
  * The two private members of Spark's {@code RocksDB} class (4.2) that the SST fast path needs: the
  * native database, to ingest a prebuilt SST file, and the key count of the version being written,
- * which {@code put} would otherwise maintain with a read per key. Kept in this one class so that a
+ * which {@code put} would otherwise maintain with a read per key; and the provider's RocksDB
+ * options, to keep a store opened for reading from compacting. Kept in this one class so that a
  * Spark upgrade touches one place; {@link #available()} is false when the fields are not there, and
  * callers then write through the provider's puts instead.
  */
@@ -39,10 +41,22 @@ final class RocksDbInternals {
   }
 
   /**
-   * Stops the background compactions a store starts when it is opened. Spark opens every version
+   * Keeps a store that is opened only to be read from compacting itself. Spark opens every version
    * read-write, and an old partition with as many level-0 files as RocksDB's trigger (4: one per
    * batch) starts merging them at once, rewriting the whole partition on a core the walk needs,
-   * only to throw the result away when the store closes. Reading is unaffected: an iterator keeps
+   * only to throw the result away when the store closes. Call before the load; {@link
+   * #stopCompactions} after it covers a Spark version where this cannot be set.
+   */
+  static void disableCompactions(RocksDBStateStoreProvider provider) {
+    try {
+      provider.rocksDB().rocksDbOptions().setDisableAutoCompactions(true);
+    } catch (LinkageError e) {
+      // another Spark version's members: stopCompactions still cancels them after the load
+    }
+  }
+
+  /**
+   * Cancels the compactions a loaded store is running. Reading is unaffected: an iterator keeps
    * the files it started on, and a cancelled compaction leaves its input files as they were.
    */
   static void stopCompactions(RocksDB db) {

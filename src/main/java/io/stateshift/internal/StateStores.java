@@ -83,13 +83,16 @@ final class StateStores {
         : new NoPrefixKeyStateEncoderSpec(spec.keySchema());
   }
 
-  /** The unique id to load a version by under state checkpoint format v2; none under v1. */
   /**
-   * Loads {@code version} of a partition to read it once. A RocksDB store's own compactions are
-   * stopped first ({@link RocksDbInternals#stopCompactions}): their output would be thrown away.
+   * Loads {@code version} of a partition to read it once. A RocksDB store does not compact itself
+   * meanwhile ({@link RocksDbInternals#disableCompactions}): the output would be thrown away.
    */
   static ReadStateStore loadToRead(StateStoreProvider provider, long version,
       scala.Option<String> checkpointId) {
+    if (provider instanceof RocksDBStateStoreProvider rocksDbProvider
+        && RocksDbInternals.available()) {
+      RocksDbInternals.disableCompactions(rocksDbProvider);
+    }
     ReadStateStore store = provider.getReadStore(version, checkpointId);
     if (store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
         && RocksDbInternals.available()) {
@@ -98,6 +101,7 @@ final class StateStores {
     return store;
   }
 
+  /** The unique id to load a version by under state checkpoint format v2; none under v1. */
   static scala.Option<String> checkpointId(StateCheckpointIds ids, StoreSpec spec, int partition) {
     return ids == null ? ScalaBridge.none()
         : scala.Option.apply(ids.idOf(spec.operatorId(), partition, spec.storeName()));
