@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -76,7 +75,7 @@ final class HdfsFileExchange {
           firstTarget, newPartitions, stagingFs, stagingDir, codec, fileStem);
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
       timer.lap("list");
-      Set<KeyBytes> seen = new HashSet<>();
+      SeenKeys seen = new SeenKeys();
       List<byte[]> delta = new ArrayList<>();
       for (Path file : chain) {
         if (file.getName().endsWith(".snapshot")) {
@@ -84,7 +83,7 @@ final class HdfsFileExchange {
           try (DataInputStream in = open(fs, file, codec)) {
             byte[][] entry = new byte[2][];
             while (readEntry(in, file, entry)) {
-              if (entry[1] != null && (seen.isEmpty() || !seen.contains(new KeyBytes(entry[0])))) {
+              if (entry[1] != null && (seen.size() == 0 || !seen.contains(entry[0]))) {
                 splitter.emit(entry[0], entry[1]);
               }
             }
@@ -104,7 +103,7 @@ final class HdfsFileExchange {
         for (int i = delta.size() - 2; i >= 0; i -= 2) {
           byte[] key = delta.get(i);
           byte[] value = delta.get(i + 1);
-          if (seen.add(new KeyBytes(key)) && value != null) {
+          if (seen.add(key) && value != null) {
             splitter.emit(key, value);
           }
         }
@@ -291,27 +290,6 @@ final class HdfsFileExchange {
    */
   private static FileSystem withoutChecksumFiles(FileSystem fs) {
     return fs instanceof LocalFileSystem local ? local.getRaw() : fs;
-  }
-
-  /** Key bytes as a hash key. */
-  private static final class KeyBytes {
-    final byte[] bytes;
-    private final int hash;
-
-    KeyBytes(byte[] bytes) {
-      this.bytes = bytes;
-      this.hash = Arrays.hashCode(bytes);
-    }
-
-    @Override
-    public boolean equals(Object other) {
-      return other instanceof KeyBytes k && k.hash == hash && Arrays.equals(k.bytes, bytes);
-    }
-
-    @Override
-    public int hashCode() {
-      return hash;
-    }
   }
 
   /** Sends live entries of one old partition to one staged file per new partition. */
