@@ -49,7 +49,9 @@ final class ColumnFamilyStates {
         scala.Option<String> checkpointId, StateStoreConf storeConf, Configuration hadoopConf) {
       this.provider = StateStores.openWithColumnFamilies(stateRoot, spec, partition, storeConf,
           hadoopConf);
-      // a writable store: families can only be registered on one; it is aborted, never committed
+      // a writable store: families can only be registered on one; it is aborted, never committed,
+      // so it has no use for the compactions it would start (see RocksDbInternals)
+      RocksDbInternals.disableCompactions(provider);
       this.store = provider.getStore(version, checkpointId, false, false);
       registerAll(store, spec);
     }

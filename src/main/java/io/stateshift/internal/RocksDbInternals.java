@@ -3,6 +3,7 @@ package io.stateshift.internal;
 import java.lang.reflect.Field;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 
 /**
  * The two private members of Spark's {@code RocksDB} class (4.2) that the SST fast path needs: the
@@ -44,12 +45,15 @@ final class RocksDbInternals {
    * Keeps a store that is opened only to be read from compacting itself. Spark opens every version
    * read-write, and an old partition with as many level-0 files as RocksDB's trigger (4: one per
    * batch) starts merging them at once, rewriting the whole partition on a core the walk needs,
-   * only to throw the result away when the store closes. Call before the load; {@link
-   * #stopCompactions} after it covers a Spark version where this cannot be set.
+   * only to throw the result away when the store closes. Call before the load (a no-op for other
+   * providers); {@link #stopCompactions} after it covers a Spark version where this cannot be set.
    */
-  static void disableCompactions(RocksDBStateStoreProvider provider) {
+  static void disableCompactions(StateStoreProvider provider) {
+    if (!(provider instanceof RocksDBStateStoreProvider rocksDb)) {
+      return;
+    }
     try {
-      provider.rocksDB().rocksDbOptions().setDisableAutoCompactions(true);
+      rocksDb.rocksDB().rocksDbOptions().setDisableAutoCompactions(true);
     } catch (LinkageError e) {
       // another Spark version's members: stopCompactions still cancels them after the load
     }

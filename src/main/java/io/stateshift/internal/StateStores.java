@@ -89,10 +89,7 @@ final class StateStores {
    */
   static ReadStateStore loadToRead(StateStoreProvider provider, long version,
       scala.Option<String> checkpointId) {
-    if (provider instanceof RocksDBStateStoreProvider rocksDbProvider
-        && RocksDbInternals.available()) {
-      RocksDbInternals.disableCompactions(rocksDbProvider);
-    }
+    RocksDbInternals.disableCompactions(provider);
     ReadStateStore store = provider.getReadStore(version, checkpointId);
     if (store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
         && RocksDbInternals.available()) {
