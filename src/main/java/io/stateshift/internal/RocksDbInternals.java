@@ -45,17 +45,19 @@ final class RocksDbInternals {
    * Keeps a store that is opened only to be read from compacting itself. Spark opens every version
    * read-write, and an old partition with as many level-0 files as RocksDB's trigger (4: one per
    * batch) starts merging them at once, rewriting the whole partition on a core the walk needs,
-   * only to throw the result away when the store closes. Call before the load (a no-op for other
-   * providers); {@link #stopCompactions} after it covers a Spark version where this cannot be set.
+   * only to throw the result away when the store closes. Call before the load. False for other
+   * providers, and on a Spark version where this cannot be set ({@link #stopCompactions} after the
+   * load covers that).
    */
-  static void disableCompactions(StateStoreProvider provider) {
+  static boolean disableCompactions(StateStoreProvider provider) {
     if (!(provider instanceof RocksDBStateStoreProvider rocksDb)) {
-      return;
+      return false;
     }
     try {
       rocksDb.rocksDB().rocksDbOptions().setDisableAutoCompactions(true);
+      return true;
     } catch (LinkageError e) {
-      // another Spark version's members: stopCompactions still cancels them after the load
+      return false; // another Spark version's members
     }
   }
 

@@ -39,25 +39,15 @@ final class SeenKeys {
   }
 
   boolean contains(byte[] key) {
-    int hash = hasher.applyAsInt(key);
-    int mask = slots.length - 1;
-    for (int slot = spread(hash) & mask; slots[slot] != EMPTY; slot = (slot + 1) & mask) {
-      if (matches(slots[slot], hash, key)) {
-        return true;
-      }
-    }
-    return false;
+    return slots[slotOf(key, hasher.applyAsInt(key))] != EMPTY;
   }
 
   /** Adds {@code key} (kept by reference, not copied); false if it was already there. */
   boolean add(byte[] key) {
     int hash = hasher.applyAsInt(key);
-    int mask = slots.length - 1;
-    int slot = spread(hash) & mask;
-    for (; slots[slot] != EMPTY; slot = (slot + 1) & mask) {
-      if (matches(slots[slot], hash, key)) {
-        return false;
-      }
+    int slot = slotOf(key, hash);
+    if (slots[slot] != EMPTY) {
+      return false;
     }
     if (size == keys.length) {
       keys = Arrays.copyOf(keys, size << 1);
@@ -68,6 +58,16 @@ final class SeenKeys {
       grow();
     }
     return true;
+  }
+
+  /** The slot holding {@code key}, or else the empty slot where it belongs. */
+  private int slotOf(byte[] key, int hash) {
+    int mask = slots.length - 1;
+    int slot = spread(hash) & mask;
+    while (slots[slot] != EMPTY && !matches(slots[slot], hash, key)) {
+      slot = (slot + 1) & mask;
+    }
+    return slot;
   }
 
   private boolean matches(long entry, int hash, byte[] key) {

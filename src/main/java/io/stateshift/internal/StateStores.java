@@ -89,9 +89,9 @@ final class StateStores {
    */
   static ReadStateStore loadToRead(StateStoreProvider provider, long version,
       scala.Option<String> checkpointId) {
-    RocksDbInternals.disableCompactions(provider);
+    boolean disabled = RocksDbInternals.disableCompactions(provider);
     ReadStateStore store = provider.getReadStore(version, checkpointId);
-    if (store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
+    if (!disabled && store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
         && RocksDbInternals.available()) {
       RocksDbInternals.stopCompactions(rocksDb.dbInstance());
     }
