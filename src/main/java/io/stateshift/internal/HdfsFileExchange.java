@@ -1,13 +1,16 @@
 package io.stateshift.internal;
 
 import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -33,16 +36,17 @@ import org.apache.spark.unsafe.Platform;
  * <p>Spark's HDFS-backed provider keeps version N as the newest {@code S.snapshot} at or below N
  * plus {@code S+1.delta} .. {@code N.delta}; every file is one compressed stream of {@code
  * [int keyLength][key UnsafeRow][int valueLength][value UnsafeRow]} records (a value length of -1
- * removes the key) ended by a key length of -1. Each read task walks one old partition's chain
- * newest first: a key's first appearance is its current value (or its removal), so older entries
- * of a key already seen are skipped, and the snapshot streams through without being held. Each
- * live entry goes, bytes unchanged, to a staged file of the new partition Spark's hash gives its
- * key. Each write task concatenates the staged files of one new partition into its {@code
- * N+1.snapshot}: keys are unique across old partitions, so there is nothing to merge.
+ * removes the key) ended by a key length of -1. Each read task reads one old partition's deltas
+ * and keeps the newest entry of each key ({@link DeltaChain}), then streams the snapshot through
+ * without holding it, skipping the keys the deltas have. Each live entry goes, bytes unchanged, to
+ * a staged file of the new partition Spark's hash gives its key. Each write task concatenates the
+ * staged files of one new partition into its {@code N+1.snapshot} (as compressed bytes, for the
+ * codecs Spark reads concatenated): keys are unique across old partitions, so there is nothing to
+ * merge.
  *
- * <p>Memory per read task is the keys of the chain's deltas (one delta's entries at a time with
- * their values), never the snapshot's. Applies to state checkpoint format v1 (plain version file
- * names); the job falls back to the provider and a shuffle otherwise.
+ * <p>Memory per read task is the chain's deltas, decompressed, never the snapshot. Applies to
+ * state checkpoint format v1 (plain version file names); the job falls back to the provider and
+ * a shuffle otherwise.
  */
 final class HdfsFileExchange {
   /** Spark conf to force the provider and shuffle path, for comparison: {@code shuffle}. */
@@ -74,37 +78,22 @@ final class HdfsFileExchange {
       splitter = new Splitter(spec, oldPartition, placement, oldPlacement, misplacedKey,
           firstTarget, newPartitions, stagingFs, stagingDir, codec, fileStem);
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
+      Path snapshot = !chain.isEmpty()
+          && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
+          ? chain.remove(chain.size() - 1) : null;
       timer.lap("list");
-      SeenKeys seen = new SeenKeys();
-      List<byte[]> delta = new ArrayList<>();
-      for (Path file : chain) {
-        if (file.getName().endsWith(".snapshot")) {
-          // a snapshot holds each key once and is always the oldest file: stream it
-          try (DataInputStream in = open(fs, file, codec)) {
-            byte[][] entry = new byte[2][];
-            while (readEntry(in, file, entry)) {
-              if (entry[1] != null && (seen.size() == 0 || !seen.contains(entry[0]))) {
-                splitter.emit(entry[0], entry[1]);
-              }
-            }
-          }
-          continue;
-        }
-        // Within a delta the last entry of a key wins: walked backwards, a delta is newest first
-        // too, and one set of keys seen serves both.
-        delta.clear();
-        try (DataInputStream in = open(fs, file, codec)) {
+      DeltaChain deltas = DeltaChain.read(fs, chain, codec);
+      timer.lap("read-deltas");
+      Splitter out = splitter;
+      deltas.forEachLiveNewest(out::emit);
+      if (snapshot != null) {
+        // a snapshot holds each key once and is always the oldest file: stream it
+        try (DataInputStream in = open(fs, snapshot, codec)) {
           byte[][] entry = new byte[2][];
-          while (readEntry(in, file, entry)) {
-            delta.add(entry[0]);
-            delta.add(entry[1]);
-          }
-        }
-        for (int i = delta.size() - 2; i >= 0; i -= 2) {
-          byte[] key = delta.get(i);
-          byte[] value = delta.get(i + 1);
-          if (seen.add(key) && value != null) {
-            splitter.emit(key, value);
+          while (readEntry(in, snapshot, entry)) {
+            if (entry[1] != null && !deltas.containsKey(entry[0], 0, entry[0].length)) {
+              out.emit(entry[0], entry[1]);
+            }
           }
         }
       }
@@ -131,8 +120,14 @@ final class HdfsFileExchange {
 
   /**
    * Write side: concatenates the staged files of one new partition into {@code snapshotFile}
-   * (which must not exist) and returns its counts; a staged file whose row count differs from
-   * what its read task reported fails the task.
+   * (which must not exist) and returns its counts; a staged file whose length (or, re-encoded,
+   * row count) differs from what its read task reported fails the task.
+   *
+   * <p>With a codec whose streams Spark reads back to back as one (lz4, zstd, snappy, lzf: those
+   * its shuffle merges by concatenation too), the staged files are compressed record streams
+   * without an end marker, and the snapshot is their bytes one after the other plus a stream of
+   * just the end marker: nothing is decompressed or compressed again. Other codecs' staged files
+   * are whole snapshots, re-encoded here.
    */
   static StateRedistributionJob.PartitionCount writeSnapshot(Path snapshotFile, StoreSpec spec,
       int partition, List<StateRedistributionJob.StagedFile> files, String codecName,
@@ -140,16 +135,71 @@ final class HdfsFileExchange {
     CompressionCodec codec = codec(codecName);
     long rows = 0;
     long bytes = 0;
-    try (SnapshotWriter out =
-        new SnapshotWriter(snapshotFile.getFileSystem(hadoopConf), snapshotFile, codec)) {
+    try {
+      FileSystem fs = snapshotFile.getFileSystem(hadoopConf);
+      if (concatenable(codec)) {
+        concatenate(fs, snapshotFile, files, codec, hadoopConf);
+      } else {
+        reencode(fs, snapshotFile, files, codec, hadoopConf);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot write " + snapshotFile + ": " + e.getMessage(), e);
+    }
+    for (StateRedistributionJob.StagedFile file : files) {
+      rows += file.rows();
+      bytes += file.bytes();
+    }
+    return new StateRedistributionJob.PartitionCount(spec.slot(), partition, rows, bytes, null);
+  }
+
+  /** Whether Spark reads this codec's streams, written one after another, as one stream. */
+  static boolean concatenable(CompressionCodec codec) {
+    return CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(codec);
+  }
+
+  private static void concatenate(FileSystem fs, Path snapshotFile,
+      List<StateRedistributionJob.StagedFile> files, CompressionCodec codec,
+      Configuration hadoopConf) throws IOException {
+    byte[] buffer = new byte[BUFFER];
+    OutputStream out = SnapshotWriter.create(fs, snapshotFile);
+    try {
+      for (StateRedistributionJob.StagedFile file : files) {
+        Path staged = new Path(file.path());
+        long copied = 0;
+        try (InputStream in = withoutChecksumFiles(staged.getFileSystem(hadoopConf))
+            .open(staged)) {
+          for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+            out.write(buffer, 0, n);
+            copied += n;
+          }
+        }
+        if (copied != file.fileBytes()) {
+          throw new IllegalStateException("The staged file " + staged + " holds " + copied
+              + " bytes, its read task wrote " + file.fileBytes() + "; the attempt is abandoned");
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      out.close();
+      throw e;
+    }
+    // the end marker, as a stream of its own; closing it closes the file
+    try (DataOutputStream end = new DataOutputStream(codec.compressedOutputStream(out))) {
+      end.writeInt(END);
+    }
+  }
+
+  private static void reencode(FileSystem fs, Path snapshotFile,
+      List<StateRedistributionJob.StagedFile> files, CompressionCodec codec,
+      Configuration hadoopConf) throws IOException {
+    try (SnapshotWriter out = new SnapshotWriter(fs, snapshotFile, codec, true)) {
       for (StateRedistributionJob.StagedFile file : files) {
         Path staged = new Path(file.path());
         long fileRows = 0;
-        FileSystem fs = withoutChecksumFiles(staged.getFileSystem(hadoopConf));
-        try (DataInputStream in = open(fs, staged, codec)) {
+        try (DataInputStream in =
+            open(withoutChecksumFiles(staged.getFileSystem(hadoopConf)), staged, codec)) {
           byte[][] entry = new byte[2][];
           while (readEntry(in, staged, entry)) {
-            out.append(entry[0], entry[0].length, entry[1], entry[1].length);
+            out.append(entry[0], 0, entry[0].length, entry[1], 0, entry[1].length);
             fileRows++;
           }
         }
@@ -157,49 +207,82 @@ final class HdfsFileExchange {
           throw new IllegalStateException("The staged file " + staged + " holds " + fileRows
               + " rows, its read task wrote " + file.rows() + "; the attempt is abandoned");
         }
-        rows += fileRows;
-        bytes += file.bytes();
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot write " + snapshotFile + ": " + e.getMessage(), e);
     }
-    return new StateRedistributionJob.PartitionCount(spec.slot(), partition, rows, bytes, null);
   }
 
   /**
-   * One new snapshot file, written as Spark's HDFS-backed provider writes it: one compressed
-   * stream of records ended by -1.
+   * One compressed stream of records as Spark's HDFS-backed provider writes them, ended by -1
+   * (or, for a staged file to be concatenated, without it). Records are laid out in a buffer of
+   * its own and handed to the codec a block at a time.
    */
   static final class SnapshotWriter implements AutoCloseable {
-    private final DataOutputStream out;
+    private static final VarHandle BIG_ENDIAN_INT =
+        MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+    private final OutputStream out;
+    private final boolean endMarker;
+    private final byte[] buffer = new byte[BUFFER];
+    private int used;
 
     SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec) throws IOException {
-      out = new DataOutputStream(new BufferedOutputStream(
-          codec.compressedOutputStream(create(fs, file)), BUFFER));
+      this(fs, file, codec, true);
+    }
+
+    SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec, boolean endMarker)
+        throws IOException {
+      this.out = codec.compressedOutputStream(create(fs, file));
+      this.endMarker = endMarker;
     }
 
     /** A new file, and its folder if missing. */
-    private static OutputStream create(FileSystem fs, Path file) throws IOException {
+    static OutputStream create(FileSystem fs, Path file) throws IOException {
       fs.mkdirs(file.getParent());
       return fs.create(file, false);
     }
 
-    void append(byte[] key, int keyLength, byte[] value, int valueLength) throws IOException {
-      append(key, 0, keyLength, value, 0, valueLength);
-    }
-
     void append(byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset,
         int valueLength) throws IOException {
-      out.writeInt(keyLength);
-      out.write(key, keyOffset, keyLength);
-      out.writeInt(valueLength);
-      out.write(value, valueOffset, valueLength);
+      putInt(keyLength);
+      put(key, keyOffset, keyLength);
+      putInt(valueLength);
+      put(value, valueOffset, valueLength);
+    }
+
+    private void putInt(int v) throws IOException {
+      if (used + 4 > buffer.length) {
+        flushBuffer();
+      }
+      BIG_ENDIAN_INT.set(buffer, used, v);
+      used += 4;
+    }
+
+    private void put(byte[] data, int offset, int length) throws IOException {
+      if (used + length > buffer.length) {
+        flushBuffer();
+        if (length > buffer.length) {
+          out.write(data, offset, length);
+          return;
+        }
+      }
+      System.arraycopy(data, offset, buffer, used, length);
+      used += length;
+    }
+
+    private void flushBuffer() throws IOException {
+      out.write(buffer, 0, used);
+      used = 0;
     }
 
     @Override
     public void close() throws IOException {
-      out.writeInt(END);
-      out.close();
+      try {
+        if (endMarker) {
+          putInt(END);
+        }
+        flushBuffer();
+      } finally {
+        out.close();
+      }
     }
   }
 
@@ -331,21 +414,32 @@ final class HdfsFileExchange {
       this.bytes = new long[newPartitions];
     }
 
+    /** A key and its value, both in {@code data} (a decompressed delta). */
+    void emit(byte[] data, int keyOffset, int keyLength, int valueOffset, int valueLength)
+        throws IOException {
+      emit(data, keyOffset, keyLength, data, valueOffset, valueLength);
+    }
+
     void emit(byte[] key, byte[] value) throws IOException {
-      keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET, key.length);
+      emit(key, 0, key.length, value, 0, value.length);
+    }
+
+    private void emit(byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset,
+        int valueLength) throws IOException {
+      keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
       if (oldPlacement != null && oldPlacement.partitionOf(keyRow) != oldPartition) {
         misplacedKey.run();
       }
       int p = placement.partitionOf(keyRow);
       if (writers[p] == null) {
         paths[p] = new Path(stagingDir, "to-" + (firstTarget + p) + "-from-" + fileStem);
-        writers[p] = new SnapshotWriter(stagingFs, paths[p], codec);
+        writers[p] = new SnapshotWriter(stagingFs, paths[p], codec, !concatenable(codec));
       }
-      writers[p].append(key, key.length, value, value.length);
+      writers[p].append(key, keyOffset, keyLength, value, valueOffset, valueLength);
       rows[p]++;
-      bytes[p] += key.length + value.length;
+      bytes[p] += keyLength + valueLength;
       totalRows++;
-      totalBytes += key.length + value.length;
+      totalBytes += keyLength + valueLength;
     }
 
     List<StateRedistributionJob.StagedFile> finish() throws IOException {
@@ -355,7 +449,8 @@ final class HdfsFileExchange {
           writers[p].close();
           writers[p] = null;
           staged.add(new StateRedistributionJob.StagedFile(firstTarget + p,
-              stagingFs.makeQualified(paths[p]).toString(), rows[p], bytes[p]));
+              stagingFs.makeQualified(paths[p]).toString(), rows[p], bytes[p],
+              stagingFs.getFileStatus(paths[p]).getLen()));
         }
       }
       return staged;

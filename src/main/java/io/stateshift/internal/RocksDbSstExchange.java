@@ -152,11 +152,13 @@ final class RocksDbSstExchange {
         }
         org.apache.hadoop.fs.Path target = new org.apache.hadoop.fs.Path(stagingDir,
             files[p].getName());
+        long fileBytes = files[p].length();
         if (!localStaging) {
           fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(files[p].toURI()),
               target);
         }
-        staged.add(new StagedFile(firstTarget + p, target.toString(), rows[p], bytes[p]));
+        staged.add(new StagedFile(firstTarget + p, target.toString(), rows[p], bytes[p],
+            fileBytes));
       }
       timer.lap("stage");
     } catch (RocksDBException e) {
@@ -343,6 +345,10 @@ final class RocksDbSstExchange {
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot fetch the staged SST file " + staged + ": "
           + e.getMessage(), e);
+    }
+    if (local.length() != file.fileBytes()) {
+      throw new IllegalStateException("The staged file " + staged + " holds " + local.length()
+          + " bytes, its read task wrote " + file.fileBytes() + "; the attempt is abandoned");
     }
     return local.getAbsolutePath();
   }

@@ -50,9 +50,11 @@ final class StateRedistributionJob implements Serializable {
 
   /**
    * A file a read task staged for one new partition (a file exchange, no shuffle): the target
-   * (store, new partition) it belongs to, its path and what it holds.
+   * (store, new partition) it belongs to, its path, what it holds (rows, key and value bytes) and
+   * its own length, which the write task checks before it uses the file.
    */
-  record StagedFile(int target, String path, long rows, long bytes) implements Serializable {}
+  record StagedFile(int target, String path, long rows, long bytes, long fileBytes)
+      implements Serializable {}
 
   /** What one read task of a file exchange produced: its counts and the files it staged. */
   record ReadOutcome(PartitionCount count, List<StagedFile> files) implements Serializable {}

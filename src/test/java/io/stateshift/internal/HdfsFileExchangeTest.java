@@ -6,17 +6,24 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.stateshift.testing.SparkTestSession;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.zip.DeflaterOutputStream;
+import java.util.zip.InflaterInputStream;
+import org.apache.spark.SparkConf;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -25,6 +32,8 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The HDFS-backed file exchange against Spark's own HDFS-backed provider, on hand-written
@@ -45,13 +54,22 @@ class HdfsFileExchangeTest {
 
   private final SparkSession spark = SparkTestSession.get();
   private final Configuration hadoopConf = spark.sparkContext().hadoopConfiguration();
-  private final String codecName = storeConf().compressionCodec();
+  private String codecName = storeConf().compressionCodec();
 
   @TempDir Path tmp;
 
-  @Test
-  void newPartitionsHoldExactlyTheLiveEntriesOfTheOldVersionEachWhereSparkPlacesIt()
+  /**
+   * Spark's four codecs, whose staged streams are concatenated as compressed bytes, and one it
+   * does not know to concatenate, whose staged files are re-encoded.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"lz4", "zstd", "snappy", "lzf",
+      "io.stateshift.internal.HdfsFileExchangeTest$DeflateCodec"})
+  void newPartitionsHoldExactlyTheLiveEntriesOfTheOldVersionEachWhereSparkPlacesIt(String codec)
       throws IOException {
+    codecName = codec;
+    assertThat(HdfsFileExchange.concatenable(codec()))
+        .isEqualTo(!codec.endsWith("DeflateCodec"));
     org.apache.hadoop.fs.Path old = new org.apache.hadoop.fs.Path(tmp.resolve("old").toUri());
     // partition 0: a snapshot chain
     Map<Integer, Long> stale = Map.of(99, 1L);
@@ -116,6 +134,30 @@ class HdfsFileExchangeTest {
       union.putAll(loaded);
     }
     assertThat(union).isEqualTo(expected);
+  }
+
+  @Test
+  void aStagedFileOfAnotherLengthThanItsReadTaskWroteFailsTheWrite() throws IOException {
+    org.apache.hadoop.fs.Path old = new org.apache.hadoop.fs.Path(tmp.resolve("short").toUri());
+    List<long[]> entries = new ArrayList<>();
+    for (int k = 1; k <= 100; k++) {
+      entries.add(put(k, k));
+    }
+    writeFile(old, 0, "1.delta", entries);
+    List<StateRedistributionJob.StagedFile> staged = HdfsFileExchange.split(partitionDir(old, 0),
+        1, SPEC, 0, new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, () -> { }, 0,
+        NEW_PARTITIONS, tmp.resolve("exchange").toUri().toString(), codecName, hadoopConf,
+        new TaskTimer("t")).files();
+    StateRedistributionJob.StagedFile first = staged.get(0);
+    java.nio.file.Path file = java.nio.file.Path.of(java.net.URI.create(first.path()));
+    java.nio.file.Files.write(file, Arrays.copyOf(java.nio.file.Files.readAllBytes(file),
+        (int) first.fileBytes() - 1));
+    org.apache.hadoop.fs.Path snapshot = new org.apache.hadoop.fs.Path(
+        partitionDir(new org.apache.hadoop.fs.Path(tmp.resolve("new").toUri()), 0), "2.snapshot");
+    assertThatThrownBy(() -> HdfsFileExchange.writeSnapshot(snapshot, SPEC, first.target(),
+        List.of(first), codecName, hadoopConf))
+        .hasMessageContaining("holds " + (first.fileBytes() - 1) + " bytes, its read task wrote "
+            + first.fileBytes());
   }
 
   @Test
@@ -231,9 +273,28 @@ class HdfsFileExchangeTest {
     return HdfsFileExchange.codec(codecName);
   }
 
+  /** The store conf of the session, with the codec under test. */
   private StateStoreConf storeConf() {
-    return new StateStoreConf(
-        ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf(),
-        scala.collection.immutable.Map$.MODULE$.empty());
+    SQLConf conf = ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf()
+        .clone();
+    if (codecName != null) {
+      conf.setConfString("spark.sql.streaming.stateStore.compression.codec", codecName);
+    }
+    return new StateStoreConf(conf, scala.collection.immutable.Map$.MODULE$.empty());
+  }
+
+  /** A codec Spark does not list as concatenable: its streams are re-encoded, not joined. */
+  public static final class DeflateCodec implements CompressionCodec {
+    public DeflateCodec(SparkConf conf) {}
+
+    @Override
+    public OutputStream compressedOutputStream(OutputStream s) {
+      return new DeflaterOutputStream(s);
+    }
+
+    @Override
+    public InputStream compressedInputStream(InputStream s) {
+      return new InflaterInputStream(s);
+    }
   }
 }
