@@ -11,6 +11,8 @@ import io.stateshift.demo.DeviceCountsDemo;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.function.Function;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.SparkSession;
 
 /**
@@ -186,31 +188,37 @@ public final class StateShiftCli {
   }
 
   private int withSpark(Arguments args, Function<SparkSession, Integer> body) {
-    SparkSession.Builder builder = SparkSession.builder().appName("stateshift " + args.command())
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC");
+    SparkConf conf = new SparkConf().setAppName("stateshift " + args.command())
+        .set("spark.ui.enabled", "false")
+        .set("spark.sql.session.timeZone", "UTC");
     if (args.command().equals("demo")) {
-      builder.config("spark.sql.extensions",
+      conf.set("spark.sql.extensions",
               "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
-          .config("spark.sql.catalog.spark_catalog",
+          .set("spark.sql.catalog.spark_catalog",
               "org.apache.spark.sql.delta.catalog.DeltaCatalog")
           // the demo's tables are short-lived: skip Delta's log checkpoints (slow to start up)
-          .config("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
-          .config("spark.sql.shuffle.partitions", "4");
+          .set("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
+          .set("spark.sql.shuffle.partitions", "4");
     }
     if (System.getProperty("spark.master") == null) {
-      builder.master(args.value("master", "local[2]"));
+      conf.setMaster(args.value("master", "local[2]"));
     }
     for (String setting : args.values("conf")) {
       int eq = setting.indexOf('=');
       if (eq <= 0) {
         throw new IllegalArgumentException("--conf takes key=value, got '" + setting + "'");
       }
-      builder.config(setting.substring(0, eq), setting.substring(eq + 1));
+      conf.set(setting.substring(0, eq), setting.substring(eq + 1));
     }
     boolean ownSession = SparkSession.getActiveSession().isEmpty()
         && SparkSession.getDefaultSession().isEmpty();
-    SparkSession spark = builder.getOrCreate();
+    if (ownSession) {
+      StartupOverlap.begin();
+      // The context first: it does not need Scala's reflection, which a session's first use
+      // initializes for half a second; that runs meanwhile on the other core (StartupOverlap).
+      SparkContext.getOrCreate(conf);
+    }
+    SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
     if (ownSession) {
       spark.sparkContext().setLogLevel(System.getProperty("stateshift.logLevel", "WARN"));
     }

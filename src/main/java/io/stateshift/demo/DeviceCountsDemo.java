@@ -36,6 +36,11 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class DeviceCountsDemo {
   public static final int DEFAULT_EVENTS = 200_000;
+  /**
+   * Fewer events span too little event time (2 hours per 100k) for any 5-minute window to close
+   * behind the 10-minute watermark, and an append-mode sink would stay empty.
+   */
+  public static final int MIN_EVENTS = 20_000;
   static final int DEVICES = 500;
   static final int FROM_PARTITIONS = 4;
   static final int TO_PARTITIONS = 8;
@@ -48,6 +53,11 @@ public final class DeviceCountsDemo {
 
   /** Runs the demo in a fresh folder; returns 0 when the verification passed, 1 otherwise. */
   public static int run(SparkSession spark, int events, PrintStream out) {
+    if (events < MIN_EVENTS) {
+      throw new IllegalArgumentException(String.format("--events %,d is too few: the demo needs "
+          + "at least %,d for 5-minute windows to close behind its 10-minute watermark",
+          events, MIN_EVENTS));
+    }
     Path base = freshFolder();
     String source = base.resolve("device-events").toString();
     String checkpoint = base.resolve("checkpoints/device-counts").toString();

@@ -162,6 +162,7 @@ final class HdfsFileExchange {
       Configuration hadoopConf) throws IOException {
     byte[] buffer = new byte[BUFFER];
     OutputStream out = SnapshotWriter.create(fs, snapshotFile);
+    OutputStream end = null;
     try {
       for (StateRedistributionJob.StagedFile file : files) {
         Path staged = new Path(file.path());
@@ -178,14 +179,18 @@ final class HdfsFileExchange {
               + " bytes, its read task wrote " + file.fileBytes() + "; the attempt is abandoned");
         }
       }
+      // the end marker, as a stream of its own; closing it closes the file
+      end = codec.compressedOutputStream(out);
+      end.write(new byte[] {-1, -1, -1, -1}); // END, a big-endian int
     } catch (IOException | RuntimeException e) {
-      out.close();
+      try {
+        (end != null ? end : out).close();
+      } catch (IOException | RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
       throw e;
     }
-    // the end marker, as a stream of its own; closing it closes the file
-    try (DataOutputStream end = new DataOutputStream(codec.compressedOutputStream(out))) {
-      end.writeInt(END);
-    }
+    end.close();
   }
 
   private static void reencode(FileSystem fs, Path snapshotFile,

@@ -212,6 +212,31 @@ final class StateRedistributionJob implements Serializable {
    * one task per group of new partitions runs {@code write} for each (store, new partition) with
    * the files staged for it.
    */
+  /**
+   * Generates the code of each store's key placement on a background thread while the job's
+   * first tasks start and load their stores: in local mode they share this JVM's cache of
+   * generated code, so they find it compiled (in a fresh JVM, Janino's first compilation takes a
+   * tenth of a second, and both first tasks would wait for it).
+   */
+  private void compilePlacementsAhead() {
+    Thread thread = new Thread(() -> {
+      try {
+        for (StoreSpec spec : stores) {
+          if (!spec.hasColumnFamilies()) {
+            new StateStores.KeyPlacement(spec, newPartitions);
+            if (verifyPlacementSlots.contains(spec.slot())) {
+              new StateStores.KeyPlacement(spec, oldPartitions);
+            }
+          }
+        }
+      } catch (RuntimeException | LinkageError e) {
+        // a head start only: each task compiles what it does not find
+      }
+    }, "stateshift-placement-codegen");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
   private Outcome runFileExchange(SparkSession spark, TaskStep<SourceTask, ReadOutcome> split,
       WriteStep write) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
@@ -224,6 +249,9 @@ final class StateRedistributionJob implements Serializable {
         group.add(new SourceTask(store.slot(), p));
       }
       sources.add(group);
+    }
+    if (spark.sparkContext().isLocal()) {
+      compilePlacementsAhead();
     }
     List<ReadOutcome> reads = jsc.parallelize(sources, sources.size())
         .flatMap(group -> {

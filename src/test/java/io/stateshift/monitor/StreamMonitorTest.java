@@ -61,6 +61,9 @@ class StreamMonitorTest {
     if (query != null && query.isActive()) {
       query.stop();
     }
+    // Events of the stopped query still queued would reach the monitor (which writes its history
+    // into this test's temporary folder) while JUnit deletes that folder.
+    spark.sparkContext().listenerBus().waitUntilEmpty();
     if (monitor != null) {
       spark.streams().removeListener(monitor);
       monitor.close();

@@ -1,0 +1,27 @@
+package io.stateshift.cli;
+
+import io.stateshift.internal.StartupWarmup;
+
+/**
+ * Work a fresh command's JVM would otherwise do on its critical path, started on a background
+ * thread while the main thread starts Spark (see {@link StartupWarmup}): Scala's runtime
+ * reflection, which the session needs once the context is up, then Spark's RocksDB checkpoint
+ * metadata, which the first read tasks need. Both are only head starts: whatever is not done
+ * yet when needed is done by whoever needs it, as without this thread.
+ */
+final class StartupOverlap {
+  private StartupOverlap() {}
+
+  static void begin() {
+    Thread thread = new Thread(() -> {
+      try {
+        StartupWarmup.scalaReflection();
+        StartupWarmup.rocksDbCheckpointMetadata();
+      } catch (Exception | LinkageError e) {
+        // a head start only (another Spark version, no temp folder): nothing depends on it
+      }
+    }, "stateshift-startup-overlap");
+    thread.setDaemon(true);
+    thread.start();
+  }
+}
