@@ -2,7 +2,6 @@ package io.stateshift.internal;
 
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -84,7 +83,7 @@ final class HdfsFileExchange {
       timer.lap("list");
       DeltaChain deltas = DeltaChain.read(fs, chain, codec);
       timer.lap("read-deltas");
-      Splitter out = splitter;
+      Splitter out = splitter; // effectively final, for the method reference
       deltas.forEachLiveNewest(out::emit);
       if (snapshot != null) {
         // a snapshot holds each key once and is always the oldest file: stream it
@@ -97,7 +96,7 @@ final class HdfsFileExchange {
           }
         }
       }
-      timer.lap("read+split");
+      timer.lap("split");
       List<StateRedistributionJob.StagedFile> staged = splitter.finish();
       timer.lap("stage");
       return new StateRedistributionJob.ReadOutcome(new StateRedistributionJob.PartitionCount(
