@@ -208,11 +208,6 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /**
-   * One task per old partition runs {@code split} for each of its stores on parallel threads;
-   * one task per group of new partitions runs {@code write} for each (store, new partition) with
-   * the files staged for it.
-   */
-  /**
    * Generates the code of each store's key placement on a background thread while the job's
    * first tasks start and load their stores: in local mode they share this JVM's cache of
    * generated code, so they find it compiled (in a fresh JVM, Janino's first compilation takes a
@@ -237,6 +232,11 @@ final class StateRedistributionJob implements Serializable {
     thread.start();
   }
 
+  /**
+   * One task per old partition runs {@code split} for each of its stores on parallel threads;
+   * one task per group of new partitions runs {@code write} for each (store, new partition) with
+   * the files staged for it.
+   */
   private Outcome runFileExchange(SparkSession spark, TaskStep<SourceTask, ReadOutcome> split,
       WriteStep write) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
