@@ -3,9 +3,6 @@ package io.stateshift.internal;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.hadoop.fs.FileSystem;
@@ -34,8 +31,6 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
  * per record.
  */
 final class DeltaChain {
-  private static final VarHandle BIG_ENDIAN_INT =
-      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
   private static final int END = -1;
   private static final int REMOVED = -1;
   private static final int SEED = 0x5eed_5eed; // not Spark's 42: independent of the placement
@@ -227,7 +222,7 @@ final class DeltaChain {
   }
 
   private static int intAt(byte[] data, int offset) {
-    return (int) BIG_ENDIAN_INT.get(data, offset);
+    return (int) HdfsFileExchange.BIG_ENDIAN_INT.get(data, offset);
   }
 
   /** The whole decompressed stream of {@code file}. */
@@ -253,7 +248,7 @@ final class DeltaChain {
         length += read;
       }
     } catch (EOFException e) {
-      throw new IOException(file + " ends before its end marker (truncated)", e);
+      throw HdfsFileExchange.truncated(file, e);
     }
     return length == data.length ? data : Arrays.copyOf(data, length);
   }
@@ -265,7 +260,7 @@ final class DeltaChain {
     int at = 0;
     while (true) {
       if (at + 4 > data.length) {
-        throw new IOException(file + " ends before its end marker (truncated)");
+        throw HdfsFileExchange.truncated(file, null);
       }
       int keyLength = intAt(data, at);
       if (keyLength == END) {
@@ -276,7 +271,7 @@ final class DeltaChain {
       }
       int valueAt = at + 4 + keyLength;
       if (valueAt < 0 || valueAt + 4 > data.length) {
-        throw new IOException(file + " ends before its end marker (truncated)");
+        throw HdfsFileExchange.truncated(file, null);
       }
       int valueLength = intAt(data, valueAt);
       if (valueLength < REMOVED) {
@@ -284,7 +279,7 @@ final class DeltaChain {
       }
       int nextAt = valueAt + 4 + Math.max(0, valueLength);
       if (nextAt < 0 || nextAt > data.length) {
-        throw new IOException(file + " ends before its end marker (truncated)");
+        throw HdfsFileExchange.truncated(file, null);
       }
       if (count == offsets.length) {
         offsets = Arrays.copyOf(offsets, count * 2);

@@ -53,6 +53,9 @@ final class HdfsFileExchange {
 
   private static final Pattern VERSION_FILE = Pattern.compile("(\\d+)\\.(delta|snapshot)");
   private static final int END = -1;
+  /** Record lengths, big-endian as {@code DataOutputStream} writes them, in byte arrays. */
+  static final VarHandle BIG_ENDIAN_INT =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
   private static final int BUFFER = 1 << 16;
 
   private HdfsFileExchange() {}
@@ -221,8 +224,6 @@ final class HdfsFileExchange {
    * its own and handed to the codec a block at a time.
    */
   static final class SnapshotWriter implements AutoCloseable {
-    private static final VarHandle BIG_ENDIAN_INT =
-        MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
     private final OutputStream out;
     private final boolean endMarker;
     private final byte[] buffer = new byte[BUFFER];
@@ -367,8 +368,13 @@ final class HdfsFileExchange {
       }
       return true;
     } catch (EOFException e) {
-      throw new IOException(file + " ends before its end marker (truncated)", e);
+      throw truncated(file, e);
     }
+  }
+
+  /** The error for a state file that ends before its end marker; {@code cause} may be null. */
+  static IOException truncated(Path file, EOFException cause) {
+    return new IOException(file + " ends before its end marker (truncated)", cause);
   }
 
   /**
