@@ -24,12 +24,14 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 import org.rocksdb.Env;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.Options;
 import org.rocksdb.Priority;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDBException;
@@ -86,6 +88,25 @@ final class RocksDbSstExchange {
       Runnable misplacedKey, int firstTarget, int newPartitions, String exchangeDir,
       Configuration hadoopConf, TaskTimer timer) {
     RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+    return split(RocksDbInternals.nativeDb(db), db.rocksDbOptions(), db.localRootDir(), spec,
+        oldPartition, placement, oldPlacement, misplacedKey, firstTarget, newPartitions,
+        exchangeDir, hadoopConf, timer);
+  }
+
+  /** The same, from a snapshot opened read-only, with the task's shared options. */
+  static ReadOutcome split(RocksDbSnapshotReader snapshot, RocksDbTaskScope scope,
+      StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
+      StateStores.KeyPlacement oldPlacement, Runnable misplacedKey, int firstTarget,
+      int newPartitions, String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
+    return split(snapshot.db(), scope.options(), scope.localRootDir(), spec, oldPartition,
+        placement, oldPlacement, misplacedKey, firstTarget, newPartitions, exchangeDir,
+        hadoopConf, timer);
+  }
+
+  private static ReadOutcome split(org.rocksdb.RocksDB db, Options options, File localRoot,
+      StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
+      StateStores.KeyPlacement oldPlacement, Runnable misplacedKey, int firstTarget,
+      int newPartitions, String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
     RocksDBKeyStateEncoder keys = keyDecoder(spec);
     org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
     FileSystem fs;
@@ -97,7 +118,7 @@ final class RocksDbSstExchange {
     // On a local checkpoint the SST files are written in place; otherwise locally, then uploaded.
     boolean localStaging = fs instanceof LocalFileSystem;
     File localDir = localStaging ? ((LocalFileSystem) fs).pathToFile(stagingDir)
-        : new File(db.localRootDir(), "stateshift-exchange-" + UUID.randomUUID());
+        : new File(localRoot, "stateshift-exchange-" + UUID.randomUUID());
     if (!localDir.mkdirs() && !localDir.isDirectory()) {
       throw new UncheckedIOException(new IOException("Cannot create " + localDir));
     }
@@ -111,7 +132,7 @@ final class RocksDbSstExchange {
     List<StagedFile> staged = new ArrayList<>();
     try (EnvOptions env = new EnvOptions();
         ReadOptions scan = scanOptions();
-        RocksIterator it = RocksDbInternals.nativeDb(db).newIterator(scan)) {
+        RocksIterator it = db.newIterator(scan)) {
       try {
         RawEntry entry = new RawEntry(keys, spec.keySchema().length());
         for (it.seekToFirst(); it.isValid(); it.next()) {
@@ -122,7 +143,7 @@ final class RocksDbSstExchange {
           int p = placement.partitionOf(keyRow);
           if (writers[p] == null) {
             files[p] = new File(localDir, "to-" + (firstTarget + p) + "-from-" + fileStem + ".sst");
-            writers[p] = new SstFileWriter(env, db.rocksDbOptions());
+            writers[p] = new SstFileWriter(env, options);
             writers[p].open(files[p].getAbsolutePath());
           }
           rows[p]++;
@@ -252,26 +273,43 @@ final class RocksDbSstExchange {
   }
 
   /**
-   * Write side: opens the new partition under {@code stateRoot} empty, ingests {@code files} in one
-   * call and lets Spark commit version {@code batchId + 1}. The staged files stay where they are
-   * (a retried task finds them again); the job deletes them when every partition is written.
+   * Write side: writes version {@code batchId + 1} of the new partition under {@code stateRoot}
+   * from {@code files}, in one ingestion: directly in Spark's snapshot format with the task's
+   * shared options ({@link RocksDbDirectCommit}) when it applies, else through Spark's provider,
+   * which opens the store empty and commits it. The staged files stay where they are (a retried
+   * task finds them again); the job deletes them when every partition is written.
    */
   static RocksDbSnapshotWriter.Written ingest(String stateRoot, StoreSpec spec, int partition,
-      StateStoreConf storeConf, Configuration hadoopConf, long batchId, List<StagedFile> files) {
+      StateStoreConf storeConf, Configuration hadoopConf, long batchId, List<StagedFile> files,
+      RocksDbTaskScope scope) {
     TaskTimer timer = new TaskTimer("write " + spec.storeName() + "/" + partition);
+    long rows = files.stream().mapToLong(StagedFile::rows).sum();
+    long bytes = files.stream().mapToLong(StagedFile::bytes).sum();
+    if (scope != null && RocksDbDirectCommit.applies(storeConf)) {
+      List<String> local = new ArrayList<>();
+      try {
+        for (StagedFile file : files) {
+          local.add(localCopy(file, scope.localRootDir(), hadoopConf));
+        }
+        timer.lap("fetch");
+        RocksDbDirectCommit.commit(scope,
+            new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName()),
+            hadoopConf, batchId + 1, local, rows, local.size() > 1 && COMPACT_AFTER_INGEST, timer);
+        return new RocksDbSnapshotWriter.Written(rows, bytes, null);
+      } finally {
+        local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
+        timer.report();
+      }
+    }
     StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
         hadoopConf);
     try {
       return StateStores.writeNewVersion(provider, batchId, store -> {
         timer.lap("open");
         RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-        long rows = 0;
-        long bytes = 0;
         List<String> local = new ArrayList<>();
         for (StagedFile file : files) {
-          local.add(localCopy(file, db, hadoopConf));
-          rows += file.rows();
-          bytes += file.bytes();
+          local.add(localCopy(file, db.localRootDir(), hadoopConf));
         }
         timer.lap("fetch");
         if (!local.isEmpty()) {
@@ -317,7 +355,7 @@ final class RocksDbSstExchange {
    * those compactions queue behind each other on one core while the other cores wait. The
    * pool only grows, and idle threads cost nothing.
    */
-  private static void compactionThreadsForEveryCore() {
+  static void compactionThreadsForEveryCore() {
     Env.getDefault().incBackgroundThreadsIfNeeded(Runtime.getRuntime().availableProcessors(),
         Priority.LOW);
   }
@@ -327,8 +365,8 @@ final class RocksDbSstExchange {
    * staged file is on the same local disk, else a copy (downloaded from the checkpoint's file
    * system). Ingestion consumes this file; the staged one stays for a task retry.
    */
-  private static String localCopy(StagedFile file, RocksDB db, Configuration hadoopConf) {
-    File local = new File(db.localRootDir(), "stateshift-ingest-" + UUID.randomUUID() + ".sst");
+  private static String localCopy(StagedFile file, File localDir, Configuration hadoopConf) {
+    File local = new File(localDir, "stateshift-ingest-" + UUID.randomUUID() + ".sst");
     org.apache.hadoop.fs.Path staged = new org.apache.hadoop.fs.Path(file.path());
     try {
       FileSystem fs = staged.getFileSystem(hadoopConf);

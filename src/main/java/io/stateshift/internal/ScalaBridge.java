@@ -21,6 +21,10 @@ final class ScalaBridge {
     return Option.empty();
   }
 
+  static <K, V> scala.collection.immutable.Map<K, V> emptyMap() {
+    return scala.collection.immutable.Map$.MODULE$.empty();
+  }
+
   static <T> List<T> javaList(scala.collection.Iterable<T> iterable) {
     return new java.util.ArrayList<>(CollectionConverters.asJavaCollection(iterable));
   }

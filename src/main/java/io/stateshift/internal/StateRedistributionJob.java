@@ -17,6 +17,7 @@ import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.util.CollectionAccumulator;
@@ -161,10 +162,11 @@ final class StateRedistributionJob implements Serializable {
     chooseExchange(spark);
     inProcessDeletes = !"false".equals(spark.conf().get(InProcessDeletes.CONF, "true"));
     if (sstExchange) {
-      return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles);
+      return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles, true);
     }
     if (hdfsExchange) {
-      return runFileExchange(spark, this::splitHdfsFiles, this::concatenateHdfsFiles);
+      return runFileExchange(spark, (task, scope) -> splitHdfsFiles(task),
+          (spec, partition, files, scope) -> concatenateHdfsFiles(spec, partition, files), false);
     }
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     readCounts = new CollectionAccumulator<>();
@@ -199,12 +201,18 @@ final class StateRedistributionJob implements Serializable {
     return new Path(new Path(stagingRoot).getParent(), "exchange").toString();
   }
 
-  /** A function a Spark task can run (the job and its methods are serializable). */
-  private interface TaskStep<T, R> extends java.util.function.Function<T, R>, Serializable {}
+  /**
+   * Splits one old partition of a store into staged files; {@code scope} is what the task's
+   * RocksDB stores share, null for HDFS-backed ones. (The job and its methods are serializable.)
+   */
+  private interface ReadStep extends Serializable {
+    ReadOutcome read(SourceTask task, RocksDbTaskScope scope);
+  }
 
-  /** Writes one new partition of one store from the files staged for it. */
+  /** Writes one new partition of a store from the files staged for it. */
   private interface WriteStep extends Serializable {
-    PartitionCount write(StoreSpec spec, int partition, List<StagedFile> files);
+    PartitionCount write(StoreSpec spec, int partition, List<StagedFile> files,
+        RocksDbTaskScope scope);
   }
 
   /**
@@ -237,26 +245,37 @@ final class StateRedistributionJob implements Serializable {
    * one task per group of new partitions runs {@code write} for each (store, new partition) with
    * the files staged for it.
    */
-  private Outcome runFileExchange(SparkSession spark, TaskStep<SourceTask, ReadOutcome> split,
-      WriteStep write) {
+  private Outcome runFileExchange(SparkSession spark, ReadStep split, WriteStep write,
+      boolean rocksDbScope) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    // One task per old partition reads all its stores (a join has 4), one per new partition
-    // writes them: fewer tasks, each store's RocksDB instance opened once all the same.
+    // Several stores (a join's four): a task per core, not per partition, each working through
+    // its share of (store, partition) items on a few threads of its own, so that a slow store
+    // holds up no wave of tasks and 96 small RocksDB instances cost no task launch each. One
+    // store: a task per old partition, which Spark balances and shows as progress.
+    int cores = Math.max(1, jsc.defaultParallelism());
+    int readTasks = stores.size() == 1 ? oldPartitions : Math.min(oldPartitions, cores);
     List<List<SourceTask>> sources = new ArrayList<>();
-    for (int p = 0; p < oldPartitions; p++) {
-      List<SourceTask> group = new ArrayList<>();
-      for (StoreSpec store : stores) {
-        group.add(new SourceTask(store.slot(), p));
+    for (int t = 0; t < readTasks; t++) {
+      List<SourceTask> share = new ArrayList<>();
+      for (int p = t; p < oldPartitions; p += readTasks) {
+        for (StoreSpec store : stores) {
+          share.add(new SourceTask(store.slot(), p));
+        }
       }
-      sources.add(group);
+      sources.add(share);
     }
     if (spark.sparkContext().isLocal()) {
       compilePlacementsAhead();
     }
+    // As many threads as stores: one old partition's stores at a time (a join's four are small;
+    // a single big store is walked by one thread per core).
+    int readThreads = stores.size();
     List<ReadOutcome> reads = jsc.parallelize(sources, sources.size())
-        .flatMap(group -> {
+        .flatMap(share -> {
           beginTask();
-          return eachOnItsOwnThread(group, split).iterator();
+          try (RocksDbTaskScope scope = rocksDbScope ? taskScope(liveStateRoot) : null) {
+            return onThreads(share, readThreads, task -> split.read(task, scope)).iterator();
+          }
         })
         .collect();
     int targets = stores.size() * newPartitions;
@@ -269,26 +288,30 @@ final class StateRedistributionJob implements Serializable {
       read.add(outcome.count());
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
     }
-    // A write task mostly waits (RocksDB open, ingest, Spark's commit: file copies and fsyncs),
-    // so each one writes several new partitions on their own threads; there are still enough
-    // tasks for every core.
-    int partitionsPerTask = Math.max(1, Math.min(WRITE_THREADS_PER_TASK / stores.size(),
-        ceilDiv(newPartitions, jsc.defaultParallelism())));
+    // A write mostly waits (RocksDB open, ingest, upload: file creation and fsyncs), so each task
+    // writes several new partitions at once.
+    int partitionsAtOnce = Math.max(1, Math.min(WRITE_THREADS_PER_TASK / stores.size(),
+        ceilDiv(newPartitions, cores)));
+    int writeThreads = partitionsAtOnce * stores.size();
+    int writeTasks = stores.size() == 1 ? ceilDiv(newPartitions, partitionsAtOnce)
+        : Math.min(newPartitions, cores);
     List<List<Tuple2<Integer, List<StagedFile>>>> writes = new ArrayList<>();
-    for (int first = 0; first < newPartitions; first += partitionsPerTask) {
-      List<Tuple2<Integer, List<StagedFile>>> group = new ArrayList<>();
-      for (int p = first; p < Math.min(newPartitions, first + partitionsPerTask); p++) {
+    for (int task = 0; task < writeTasks; task++) {
+      List<Tuple2<Integer, List<StagedFile>>> share = new ArrayList<>();
+      for (int p = task; p < newPartitions; p += writeTasks) {
         for (StoreSpec store : stores) {
           int t = store.slot() * newPartitions + p;
-          group.add(new Tuple2<>(t, filesPerTarget.get(t)));
+          share.add(new Tuple2<>(t, filesPerTarget.get(t)));
         }
       }
-      writes.add(group);
+      writes.add(share);
     }
     List<PartitionCount> written = jsc.parallelize(writes, writes.size())
-        .flatMap(group -> {
+        .flatMap(share -> {
           beginTask();
-          return eachOnItsOwnThread(group, t -> writeTarget(t, write)).iterator();
+          try (RocksDbTaskScope scope = rocksDbScope ? taskScope(stagingRoot + "/state") : null) {
+            return onThreads(share, writeThreads, t -> writeTarget(t, write, scope)).iterator();
+          }
         })
         .collect();
     try {
@@ -315,18 +338,19 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /**
-   * Runs {@code work} for every item of one task's group (the stores of one old partition, or
-   * stores x new partitions), each on its own thread. Most of a small store's time goes to the
-   * fixed steps of a RocksDB instance (load or open, commit, close: file copies, fsyncs), which
-   * overlap well.
+   * Runs {@code work} for every item of one task's share on at most {@code threads} threads,
+   * results in the items' order. Most of a small store's time goes to the fixed steps of a
+   * RocksDB instance (open, upload: file creation, fsyncs), which overlap well.
    */
-  private static <T, R> List<R> eachOnItsOwnThread(List<T> items,
+  private static <T, R> List<R> onThreads(List<T> items, int threads,
       java.util.function.Function<T, R> work) {
-    if (items.size() == 1) {
-      return List.of(work.apply(items.get(0)));
+    if (items.size() == 1 || threads <= 1) {
+      List<R> results = new ArrayList<>();
+      items.forEach(item -> results.add(work.apply(item)));
+      return results;
     }
     java.util.concurrent.ExecutorService pool =
-        java.util.concurrent.Executors.newFixedThreadPool(items.size(), r -> {
+        java.util.concurrent.Executors.newFixedThreadPool(Math.min(threads, items.size()), r -> {
           Thread t = new Thread(r, "stateshift-store");
           t.setDaemon(true);
           return t;
@@ -358,51 +382,74 @@ final class StateRedistributionJob implements Serializable {
     }
   }
 
-  private ReadOutcome splitIntoSstFiles(SourceTask task) {
+  /** {@code -Dstateshift.rocksdb.readOnlySnapshots=false} loads every store through Spark's provider. */
+  static final boolean READ_SNAPSHOTS_DIRECTLY =
+      !"false".equals(System.getProperty("stateshift.rocksdb.readOnlySnapshots"));
+
+  /** What one task's RocksDB stores under {@code stateRoot} share. */
+  private RocksDbTaskScope taskScope(String stateRoot) {
+    return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf.value());
+  }
+
+  private ReadOutcome splitIntoSstFiles(SourceTask task, RocksDbTaskScope scope) {
     StoreSpec spec = stores.get(task.slot());
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
-    StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
-        hadoopConf.value());
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
+        ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
+    Runnable misplaced = () -> {
+      throw misplacedKey(spec, task.partition());
+    };
+    scala.Option<String> checkpointId =
+        StateStores.checkpointId(readCheckpointIds, spec, task.partition());
     try {
-      ReadStateStore store = StateStores.loadToRead(provider, readVersion,
-          StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
-      timer.lap("load");
-      if (TaskTimer.ENABLED) {
-        RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-        if (db.metricsOpt().isDefined()) {
-          timer.note("spark-load", db.metricsOpt().get().loadMetrics().toString());
+      if (READ_SNAPSHOTS_DIRECTLY && scope != null) {
+        try (RocksDbSnapshotReader snapshot = RocksDbSnapshotReader.open(scope,
+            new StateStoreId(liveStateRoot, spec.operatorId(), task.partition(),
+                spec.storeName()), readVersion, checkpointId, hadoopConf.value(), timer)) {
+          if (snapshot != null) {
+            timer.lap("open-read-only");
+            return RocksDbSstExchange.split(snapshot, scope, spec, task.partition(), placement,
+                oldPlacement, misplaced, spec.slot() * newPartitions, newPartitions,
+                exchangeDir(), hadoopConf.value(), timer);
+          }
         }
       }
+      StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(),
+          storeConf, hadoopConf.value());
       try {
-        StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
-            ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
-        return RocksDbSstExchange.split(store, spec, task.partition(),
-            new StateStores.KeyPlacement(spec, newPartitions), oldPlacement, () -> {
-              throw misplacedKey(spec, task.partition());
-            }, spec.slot() * newPartitions, newPartitions, exchangeDir(), hadoopConf.value(),
-            timer);
+        ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
+        timer.lap("load");
+        try {
+          return RocksDbSstExchange.split(store, spec, task.partition(), placement,
+              oldPlacement, misplaced, spec.slot() * newPartitions, newPartitions, exchangeDir(),
+              hadoopConf.value(), timer);
+        } finally {
+          store.release();
+        }
       } finally {
-        store.release();
+        provider.close();
       }
     } finally {
-      provider.close();
       timer.lap("close");
       timer.report();
     }
   }
 
   /** Runs {@code write} for one (store, new partition) target with the files staged for it. */
-  private PartitionCount writeTarget(Tuple2<Integer, List<StagedFile>> target, WriteStep write) {
+  private PartitionCount writeTarget(Tuple2<Integer, List<StagedFile>> target, WriteStep write,
+      RocksDbTaskScope scope) {
     if (target._1() == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
     }
     return write.write(stores.get(target._1() / newPartitions), target._1() % newPartitions,
-        target._2());
+        target._2(), scope);
   }
 
-  private PartitionCount ingestSstFiles(StoreSpec spec, int partition, List<StagedFile> files) {
+  private PartitionCount ingestSstFiles(StoreSpec spec, int partition, List<StagedFile> files,
+      RocksDbTaskScope scope) {
     RocksDbSnapshotWriter.Written written = RocksDbSstExchange.ingest(stagingRoot + "/state",
-        spec, partition, storeConf, hadoopConf.value(), writeBatchId, files);
+        spec, partition, storeConf, hadoopConf.value(), writeBatchId, files, scope);
     return new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
         written.checkpointId());
   }
