@@ -241,9 +241,9 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /**
-   * One task per old partition runs {@code split} for each of its stores on parallel threads;
-   * one task per group of new partitions runs {@code write} for each (store, new partition) with
-   * the files staged for it.
+   * The read stage runs {@code split} for each (store, old partition), the write stage {@code
+   * write} for each (store, new partition) with the files staged for it; a task runs its share of
+   * these on a few threads, with one {@link RocksDbTaskScope} when {@code rocksDbScope}.
    */
   private Outcome runFileExchange(SparkSession spark, ReadStep split, WriteStep write,
       boolean rocksDbScope) {

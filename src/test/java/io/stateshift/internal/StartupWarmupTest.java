@@ -21,6 +21,7 @@ class StartupWarmupTest {
     assertThatCode(() -> {
       StartupWarmup.scalaReflection();
       StartupWarmup.rocksDbCheckpointMetadata();
+      StartupWarmup.rocksDbNativeLibrary();
     }).doesNotThrowAnyException();
     assertThat(warmupFolders()).isEqualTo(before);
   }
