@@ -77,12 +77,14 @@ final class RocksDbDirectCommit {
       // What a RocksDB checkpoint leaves out, and Spark's zips therefore never hold.
       new File(dir, "LOCK").delete();
       new File(dir, "IDENTITY").delete();
-      Path storeDir = store.storeCheckpointLocation();
-      try {
-        // an empty version uploads no SST file, which would have created the folder
-        storeDir.getFileSystem(hadoopConf).mkdirs(storeDir);
-      } catch (IOException e) {
-        throw new UncheckedIOException("Cannot create " + storeDir + ": " + e.getMessage(), e);
+      if (sstFiles.isEmpty()) {
+        // Spark's upload creates the folder with the first SST file; an empty version has none
+        Path storeDir = store.storeCheckpointLocation();
+        try {
+          storeDir.getFileSystem(hadoopConf).mkdirs(storeDir);
+        } catch (IOException e) {
+          throw new UncheckedIOException("Cannot create " + storeDir + ": " + e.getMessage(), e);
+        }
       }
       RocksDBFileManager files = scope.fileManager(store, hadoopConf);
       try {

@@ -31,6 +31,10 @@ import org.rocksdb.RocksDBException;
  * ({@link #open} returns null).
  */
 final class RocksDbSnapshotReader implements AutoCloseable {
+  /** {@code -Dstateshift.rocksdb.readOnlySnapshots=false} loads every version with the provider. */
+  static final boolean ENABLED =
+      !"false".equals(System.getProperty("stateshift.rocksdb.readOnlySnapshots"));
+
   private final org.rocksdb.RocksDB db;
   private final File dir;
 
@@ -56,13 +60,17 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       throw new UncheckedIOException("Cannot read " + zip + ": " + e.getMessage(), e);
     }
     File dir = scope.newLocalDir("snapshot");
-    RocksDBFileManager files = scope.fileManager(store, hadoopConf);
     try {
       RocksDBCheckpointMetadata metadata = scope.conf().fileChecksumEnabled() ? null
           : linkedOnLocalDisk(zip, store, dir, hadoopConf);
       if (metadata == null) {
-        metadata = files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(),
-            checkpointId);
+        RocksDBFileManager files = scope.fileManager(store, hadoopConf);
+        try {
+          metadata = files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(),
+              checkpointId);
+        } finally {
+          files.close();
+        }
       }
       timer.lap("download");
       if (metadata.columnFamilyMapping().isDefined()
@@ -79,8 +87,6 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     } catch (RuntimeException e) {
       RocksDbTaskScope.deleteRecursively(dir);
       throw e;
-    } finally {
-      files.close();
     }
   }
 

@@ -190,7 +190,7 @@ final class RocksDbSstExchange {
           + e.getMessage(), e);
     } finally {
       if (!localStaging) {
-        deleteRecursively(localDir);
+        RocksDbTaskScope.deleteRecursively(localDir);
       }
     }
     return new ReadOutcome(new StateRedistributionJob.PartitionCount(spec.slot(), oldPartition,
@@ -389,15 +389,5 @@ final class RocksDbSstExchange {
           + " bytes, its read task wrote " + file.fileBytes() + "; the attempt is abandoned");
     }
     return local.getAbsolutePath();
-  }
-
-  private static void deleteRecursively(File dir) {
-    File[] children = dir.listFiles();
-    if (children != null) {
-      for (File child : children) {
-        deleteRecursively(child);
-      }
-    }
-    dir.delete();
   }
 }

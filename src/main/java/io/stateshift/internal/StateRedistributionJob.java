@@ -382,10 +382,6 @@ final class StateRedistributionJob implements Serializable {
     }
   }
 
-  /** {@code -Dstateshift.rocksdb.readOnlySnapshots=false} loads every store through Spark's provider. */
-  static final boolean READ_SNAPSHOTS_DIRECTLY =
-      !"false".equals(System.getProperty("stateshift.rocksdb.readOnlySnapshots"));
-
   /** What one task's RocksDB stores under {@code stateRoot} share. */
   private RocksDbTaskScope taskScope(String stateRoot) {
     return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf.value());
@@ -403,7 +399,7 @@ final class StateRedistributionJob implements Serializable {
     scala.Option<String> checkpointId =
         StateStores.checkpointId(readCheckpointIds, spec, task.partition());
     try {
-      if (READ_SNAPSHOTS_DIRECTLY && scope != null) {
+      if (RocksDbSnapshotReader.ENABLED && scope != null) {
         try (RocksDbSnapshotReader snapshot = RocksDbSnapshotReader.open(scope,
             new StateStoreId(liveStateRoot, spec.operatorId(), task.partition(),
                 spec.storeName()), readVersion, checkpointId, hadoopConf.value(), timer)) {
