@@ -116,11 +116,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       for (RocksDBSstFile sst : ScalaBridge.javaList(metadata.sstFiles())) {
         java.nio.file.Path source = local.pathToFile(new Path(ssts, sst.dfsSstFileName())).toPath();
         java.nio.file.Path target = new File(dir, sst.localFileName()).toPath();
-        try {
-          Files.createLink(target, source);
-        } catch (UnsupportedOperationException | IOException e) {
-          Files.copy(source, target);
-        }
+        RocksDbTaskScope.linkOrCopy(source, target);
         if (Files.size(target) != sst.sizeBytes()) {
           throw new IllegalStateException("The state file " + source + " holds "
               + Files.size(target) + " bytes, its version's metadata says " + sst.sizeBytes());

@@ -6,8 +6,6 @@ import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -371,12 +369,7 @@ final class RocksDbSstExchange {
     try {
       FileSystem fs = staged.getFileSystem(hadoopConf);
       if (fs instanceof LocalFileSystem localFs) {
-        Path source = localFs.pathToFile(staged).toPath();
-        try {
-          Files.createLink(local.toPath(), source);
-        } catch (IOException | UnsupportedOperationException e) {
-          Files.copy(source, local.toPath());
-        }
+        RocksDbTaskScope.linkOrCopy(localFs.pathToFile(staged).toPath(), local.toPath());
       } else {
         fs.copyToLocalFile(false, staged, new org.apache.hadoop.fs.Path(local.toURI()), true);
       }

@@ -79,6 +79,18 @@ final class RocksDbTaskScope implements AutoCloseable {
     return spark.localRootDir();
   }
 
+  /**
+   * {@code target} as a hard link to {@code source} (no new file to allocate, nothing copied), or
+   * a copy where the two are on different disks or links are unsupported.
+   */
+  static void linkOrCopy(java.nio.file.Path source, java.nio.file.Path target) throws IOException {
+    try {
+      java.nio.file.Files.createLink(target, source);
+    } catch (IOException | UnsupportedOperationException e) {
+      java.nio.file.Files.copy(source, target);
+    }
+  }
+
   static void deleteRecursively(File file) {
     File[] children = file.listFiles();
     if (children != null) {
