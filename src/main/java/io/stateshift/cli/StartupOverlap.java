@@ -5,10 +5,9 @@ import io.stateshift.internal.StartupWarmup;
 /**
  * Work a fresh command's JVM would otherwise do on its critical path, started on a background
  * thread as the command starts, while the main thread starts Spark (see {@link StartupWarmup}):
- * Scala's runtime reflection, which the session needs once the context is up, then Spark's
- * RocksDB checkpoint metadata and RocksDB's native library, which the first read tasks need. All
- * are only head starts: whatever is not done yet when needed is done by whoever needs it, as
- * without this thread.
+ * Spark's RocksDB checkpoint metadata and RocksDB's native library, which the first read tasks
+ * need. Both are only head starts: whatever is not done yet when needed is done by whoever needs
+ * it, as without this thread.
  */
 final class StartupOverlap {
   private StartupOverlap() {}
@@ -23,7 +22,6 @@ final class StartupOverlap {
     }
     Thread thread = new Thread(() -> {
       try {
-        StartupWarmup.scalaReflection();
         StartupWarmup.rocksDbCheckpointMetadata();
         StartupWarmup.rocksDbNativeLibrary();
       } catch (Exception | LinkageError e) {

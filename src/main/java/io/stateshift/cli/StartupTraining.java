@@ -34,7 +34,9 @@ public final class StartupTraining {
     Path base = Files.createTempDirectory("stateshift-training");
     int failures = 0;
     try {
-      SparkSession spark = SparkSession.builder().appName("stateshift training")
+      // the classic builder, as the commands use (SparkSession.builder() reflects first)
+      SparkSession spark = org.apache.spark.sql.classic.SparkSession.builder()
+          .appName("stateshift training")
           .master("local[2]").config("spark.ui.enabled", "false")
           .config("spark.sql.session.timeZone", "UTC").getOrCreate();
       spark.sparkContext().setLogLevel("WARN");

@@ -18,11 +18,6 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
 public final class StartupWarmup {
   private StartupWarmup() {}
 
-  /** Scala's runtime reflection, which a Spark session's first use initializes (0.45 s cold). */
-  public static void scalaReflection() {
-    scala.reflect.runtime.package$.MODULE$.universe();
-  }
-
   /**
    * RocksDB's native library, which Spark's RocksDB wrapper loads before a task's first store:
    * RocksDB unpacks it from its jar (15 MB) into a temporary file first, 70 ms of CPU.

@@ -11,6 +11,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
@@ -65,7 +66,14 @@ final class StateRedistributionJob implements Serializable {
   private final String liveStateRoot;
   private final String stagingRoot;
   private final StateStoreConf storeConf;
-  private final SerializableConfiguration hadoopConf;
+  /** The driver's Hadoop conf; tasks read {@link #sharedHadoopConf} instead. */
+  private final transient SerializableConfiguration hadoopConf;
+  /**
+   * The Hadoop conf as a broadcast, set by {@link #run}: an executor deserializes it once, and a
+   * local-mode task not at all (as a field of the job it was deserialized by every task: a
+   * thirtieth of a read task's CPU).
+   */
+  private Broadcast<SerializableConfiguration> sharedHadoopConf;
   private final List<StoreSpec> stores;
   private final int oldPartitions;
   private final int newPartitions;
@@ -102,6 +110,11 @@ final class StateRedistributionJob implements Serializable {
     this.rocksDbMode = !rocksDb ? null
         : stores.stream().anyMatch(StoreSpec::hasColumnFamilies) ? RocksDbSnapshotWriter.Mode.PUTS
         : RocksDbSnapshotWriter.mode(storeConf);
+  }
+
+  /** The Hadoop conf, on the driver and in tasks. */
+  private Configuration hadoopConf() {
+    return sharedHadoopConf != null ? sharedHadoopConf.value().value() : hadoopConf.value();
   }
 
   /** The way new partitions are written, and why when it is the slower one. */
@@ -159,6 +172,18 @@ final class StateRedistributionJob implements Serializable {
   }
 
   Outcome run(SparkSession spark) {
+    sharedHadoopConf =
+        JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(hadoopConf);
+    try {
+      return runJobs(spark);
+    } finally {
+      // an on-demand repartition runs in the user's long-lived session: nothing is left behind
+      sharedHadoopConf.destroy();
+      sharedHadoopConf = null;
+    }
+  }
+
+  private Outcome runJobs(SparkSession spark) {
     chooseExchange(spark);
     inProcessDeletes = !"false".equals(spark.conf().get(InProcessDeletes.CONF, "true"));
     if (sstExchange) {
@@ -216,10 +241,11 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /**
-   * Generates the code of each store's key placement on a background thread while the job's
-   * first tasks start and load their stores: in local mode they share this JVM's cache of
-   * generated code, so they find it compiled (in a fresh JVM, Janino's first compilation takes a
-   * tenth of a second, and both first tasks would wait for it).
+   * Generates the code of each store's key placement, where {@link PartitionHash} does not cover
+   * the key's types, on a background thread while the job's first tasks start and load their
+   * stores: in local mode they share this JVM's cache of generated code, so they find it compiled
+   * (in a fresh JVM, Janino's first compilation takes a tenth of a second, and both first tasks
+   * would wait for it).
    */
   private void compilePlacementsAhead() {
     Thread thread = new Thread(() -> {
@@ -316,7 +342,7 @@ final class StateRedistributionJob implements Serializable {
         .collect();
     try {
       Path exchange = new Path(exchangeDir());
-      exchange.getFileSystem(hadoopConf.value()).delete(exchange, true);
+      exchange.getFileSystem(hadoopConf()).delete(exchange, true);
     } catch (IOException e) {
       // left for the attempt folder's removal; the staged files are not part of the checkpoint
     }
@@ -384,7 +410,7 @@ final class StateRedistributionJob implements Serializable {
 
   /** What one task's RocksDB stores under {@code stateRoot} share. */
   private RocksDbTaskScope taskScope(String stateRoot) {
-    return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf.value());
+    return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf());
   }
 
   private ReadOutcome splitIntoSstFiles(SourceTask task, RocksDbTaskScope scope) {
@@ -402,24 +428,24 @@ final class StateRedistributionJob implements Serializable {
       if (RocksDbSnapshotReader.ENABLED && scope != null) {
         try (RocksDbSnapshotReader snapshot = RocksDbSnapshotReader.open(scope,
             new StateStoreId(liveStateRoot, spec.operatorId(), task.partition(),
-                spec.storeName()), readVersion, checkpointId, hadoopConf.value(), timer)) {
+                spec.storeName()), readVersion, checkpointId, hadoopConf(), timer)) {
           if (snapshot != null) {
             timer.lap("open-read-only");
             return RocksDbSstExchange.split(snapshot, scope, spec, task.partition(), placement,
                 oldPlacement, misplaced, spec.slot() * newPartitions, newPartitions,
-                exchangeDir(), hadoopConf.value(), timer);
+                exchangeDir(), hadoopConf(), timer);
           }
         }
       }
       StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(),
-          storeConf, hadoopConf.value());
+          storeConf, hadoopConf());
       try {
         ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
         timer.lap("load");
         try {
           return RocksDbSstExchange.split(store, spec, task.partition(), placement,
               oldPlacement, misplaced, spec.slot() * newPartitions, newPartitions, exchangeDir(),
-              hadoopConf.value(), timer);
+              hadoopConf(), timer);
         } finally {
           store.release();
         }
@@ -445,7 +471,7 @@ final class StateRedistributionJob implements Serializable {
   private PartitionCount ingestSstFiles(StoreSpec spec, int partition, List<StagedFile> files,
       RocksDbTaskScope scope) {
     RocksDbSnapshotWriter.Written written = RocksDbSstExchange.ingest(stagingRoot + "/state",
-        spec, partition, storeConf, hadoopConf.value(), writeBatchId, files, scope);
+        spec, partition, storeConf, hadoopConf(), writeBatchId, files, scope);
     return new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
         written.checkpointId());
   }
@@ -462,7 +488,7 @@ final class StateRedistributionJob implements Serializable {
           () -> {
             throw misplacedKey(spec, task.partition());
           }, spec.slot() * newPartitions, newPartitions, exchangeDir(), compressionCodec,
-          hadoopConf.value(), timer);
+          hadoopConf(), timer);
     } finally {
       timer.report();
     }
@@ -471,7 +497,7 @@ final class StateRedistributionJob implements Serializable {
   private PartitionCount concatenateHdfsFiles(StoreSpec spec, int partition,
       List<StagedFile> files) {
     return HdfsFileExchange.writeSnapshot(snapshotFile(spec, partition), spec, partition, files,
-        compressionCodec, hadoopConf.value());
+        compressionCodec, hadoopConf());
   }
 
   private Path snapshotFile(StoreSpec spec, int partition) {
@@ -497,7 +523,7 @@ final class StateRedistributionJob implements Serializable {
     }
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
-        hadoopConf.value());
+        hadoopConf());
     ReadStateStore store = StateStores.loadToRead(provider, readVersion,
         StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
@@ -557,7 +583,7 @@ final class StateRedistributionJob implements Serializable {
     ColumnFamilyStates.Reader reader = new ColumnFamilyStates.Reader(liveStateRoot, spec,
         task.partition(), readVersion,
         StateStores.checkpointId(readCheckpointIds, spec, task.partition()), storeConf,
-        hadoopConf.value());
+        hadoopConf());
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
     Iterator<ColumnFamilyStates.Entry> entries = reader.entries(spec, newPartitions);
     int firstTarget = spec.slot() * newPartitions;
@@ -612,15 +638,15 @@ final class StateRedistributionJob implements Serializable {
       count = writeHdfsSnapshot(spec, partition, records);
     } else if (spec.hasColumnFamilies()) {
       RocksDbSnapshotWriter.Written written = ColumnFamilyStates.write(stateRoot, spec, partition,
-          storeConf, hadoopConf.value(), writeBatchId, records);
+          storeConf, hadoopConf(), writeBatchId, records);
       count = new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
           written.checkpointId());
     } else {
       RocksDbSnapshotWriter.Written written = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
           ? RocksDbSnapshotWriter.writeSorted(stateRoot, spec, partition, storeConf,
-              hadoopConf.value(), writeBatchId, records)
+              hadoopConf(), writeBatchId, records)
           : RocksDbSnapshotWriter.writeWithPuts(stateRoot, spec, partition, storeConf,
-              hadoopConf.value(), writeBatchId, records);
+              hadoopConf(), writeBatchId, records);
       count = new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
           written.checkpointId());
     }
@@ -637,7 +663,7 @@ final class StateRedistributionJob implements Serializable {
     long rows = 0;
     long bytes = 0;
     try (HdfsFileExchange.SnapshotWriter out = new HdfsFileExchange.SnapshotWriter(
-        file.getFileSystem(hadoopConf.value()), file, HdfsFileExchange.codec(compressionCodec))) {
+        file.getFileSystem(hadoopConf()), file, HdfsFileExchange.codec(compressionCodec))) {
       while (records.hasNext()) {
         byte[] record = records.next();
         int keyLength = StateRecords.keyLength(record);

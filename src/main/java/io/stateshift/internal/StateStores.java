@@ -112,6 +112,9 @@ final class StateStores {
    */
   static final class KeyPlacement {
     private final StatePartitionKeyExtractor extractor;
+    private final int partitions;
+    /** Spark's hash evaluated directly ({@link PartitionHash}); else its generated code. */
+    private final PartitionHash direct;
     private final UnsafeProjection partitionId;
 
     KeyPlacement(StoreSpec spec, int partitions) {
@@ -136,14 +139,21 @@ final class StateStores {
 
     private KeyPlacement(StatePartitionKeyExtractor extractor, int partitions) {
       this.extractor = extractor;
-      List<Expression> fields = new ArrayList<>();
+      this.partitions = partitions;
       StructField[] keyFields = extractor.partitionKeySchema().fields();
+      this.direct = PartitionHash.of(keyFields);
+      this.partitionId = direct != null ? null : partitionIdCode(keyFields, partitions);
+    }
+
+    /** Spark's own expression for the partition of a key, as generated code. */
+    static UnsafeProjection partitionIdCode(StructField[] keyFields, int partitions) {
+      List<Expression> fields = new ArrayList<>();
       for (int i = 0; i < keyFields.length; i++) {
         fields.add(new BoundReference(i, keyFields[i].dataType(), keyFields[i].nullable()));
       }
       Expression expression =
           new HashPartitioning(ScalaBridge.seq(fields), partitions).partitionIdExpression();
-      this.partitionId = UnsafeProjection.create(ScalaBridge.seq(List.of(expression)));
+      return UnsafeProjection.create(ScalaBridge.seq(List.of(expression)));
     }
 
     private static scala.Option<Object> formatVersion(StoreSpec spec) {
@@ -152,7 +162,9 @@ final class StateStores {
     }
 
     int partitionOf(UnsafeRow key) {
-      return partitionId.apply(extractor.partitionKey(key)).getInt(0);
+      UnsafeRow partitionKey = extractor.partitionKey(key);
+      return direct != null ? direct.partitionOf(partitionKey, partitions)
+          : partitionId.apply(partitionKey).getInt(0);
     }
   }
 }

@@ -19,7 +19,6 @@ class StartupWarmupTest {
   void theHeadStartsRunOnThisSparkVersionAndLeaveNoFiles() {
     Set<String> before = warmupFolders();
     assertThatCode(() -> {
-      StartupWarmup.scalaReflection();
       StartupWarmup.rocksDbCheckpointMetadata();
       StartupWarmup.rocksDbNativeLibrary();
     }).doesNotThrowAnyException();
