@@ -27,8 +27,9 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
  * bucket is then deduplicated in its own small slice of the table, which stays in cache. Keys
  * are compared byte by byte only when their 32-bit hashes match.
  *
- * <p>Memory: the decompressed deltas (one array each, no object per record) plus about 40 bytes
- * per record.
+ * <p>Memory: the decompressed deltas (one array each, no object per record), 8 bytes and a bit
+ * per record, and the table, 2 to 4 slots of 8 bytes per record; while it is built, 28 bytes
+ * more per record.
  */
 final class DeltaChain {
   private static final int END = -1;
@@ -57,7 +58,8 @@ final class DeltaChain {
   /** Bit per record: the newest entry of its key. */
   private final long[] newest;
 
-  private DeltaChain(byte[][] deltas, long[] records, int[] hashes, KeyHash keyHash) {
+  private DeltaChain(byte[][] deltas, long[] records, int[] hashes, int[] keyLengths,
+      KeyHash keyHash) {
     this.keyHash = keyHash;
     this.deltas = deltas;
     this.records = records;
@@ -76,10 +78,18 @@ final class DeltaChain {
       largest = Math.max(largest, start[b + 1]);
       start[b + 1] += start[b];
     }
+    // Each record's place in its delta and its key's length travel with it, so that the pass
+    // over a bucket reads them in sequence: looked up by record number, they were a cache miss
+    // per record (over a third of a read task's CPU), and a new key needs nothing else.
     long[] grouped = new long[n];
+    long[] groupedPlace = new long[n];
+    int[] groupedKeyLength = new int[n];
     int[] next = Arrays.copyOf(start, buckets);
     for (int r = 0; r < n; r++) {
-      grouped[next[bucketOf(hashes[r])]++] = ((long) hashes[r] << 32) | r;
+      int at = next[bucketOf(hashes[r])]++;
+      grouped[at] = ((long) hashes[r] << 32) | r;
+      groupedPlace[at] = records[r];
+      groupedKeyLength[at] = keyLengths[r];
     }
 
     // At most half full: short probe runs.
@@ -91,8 +101,8 @@ final class DeltaChain {
       for (int i = start[b]; i < start[b + 1]; i++) {
         int hash = (int) (grouped[i] >>> 32);
         int record = (int) grouped[i];
-        int slot = slotOf(b, hash, deltas[deltaOf(record)], keyOffset(record),
-            keyLength(record));
+        int slot = slotOf(b, hash, deltas[(int) (groupedPlace[i] >>> 32)],
+            (int) groupedPlace[i] + 4, groupedKeyLength[i]);
         if (table[slot] == 0) {
           table[slot] = ((long) hash << 32) | (record + 1L);
           newest[record >>> 6] |= 1L << record;
@@ -120,16 +130,18 @@ final class DeltaChain {
     }
     long[] records = new long[total];
     int[] hashes = new int[total];
+    int[] keyLengths = new int[total];
     int r = 0;
     for (int d = 0; d < deltas.length; d++) {
       byte[] delta = deltas[d];
       for (int i = offsets[d].length - 1; i >= 0; i--, r++) {
         int offset = offsets[d][i];
         records[r] = ((long) d << 32) | offset;
-        hashes[r] = keyHash.hash(delta, offset + 4, intAt(delta, offset));
+        keyLengths[r] = intAt(delta, offset);
+        hashes[r] = keyHash.hash(delta, offset + 4, keyLengths[r]);
       }
     }
-    return new DeltaChain(deltas, records, hashes, keyHash);
+    return new DeltaChain(deltas, records, hashes, keyLengths, keyHash);
   }
 
   /** How many records the deltas hold, older entries of a key included. */
@@ -183,8 +195,10 @@ final class DeltaChain {
       }
       if ((int) (slot >>> 32) == hash) {
         int record = (int) slot - 1;
-        if (Arrays.equals(deltas[deltaOf(record)], keyOffset(record),
-            keyOffset(record) + keyLength(record), key, offset, offset + length)) {
+        byte[] delta = deltas[deltaOf(record)];
+        int keyOffset = keyOffset(record);
+        if (Arrays.equals(delta, keyOffset, keyOffset + intAt(delta, keyOffset - 4), key, offset,
+            offset + length)) {
           return base + i;
         }
       }
@@ -202,10 +216,6 @@ final class DeltaChain {
 
   private int keyOffset(int record) {
     return (int) records[record] + 4;
-  }
-
-  private int keyLength(int record) {
-    return intAt(deltas[deltaOf(record)], (int) records[record]);
   }
 
   private static int bucketBits(int records) {
