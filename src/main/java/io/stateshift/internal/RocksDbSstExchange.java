@@ -250,7 +250,6 @@ final class RocksDbSstExchange {
       key.close();
       value.close();
     }
-
   }
 
   /** One side of an entry: a Java array, and a native slice over a direct copy of it. */
