@@ -16,6 +16,7 @@ public final class RepartitionState {
   private Consumer<String> progress = message -> {};
   private String backupTo;
   private boolean assumeStopped;
+  private String fileSink;
 
   RepartitionState(SparkSession spark, String checkpointLocation) {
     if (checkpointLocation == null || checkpointLocation.isBlank()) {
@@ -62,6 +63,17 @@ public final class RepartitionState {
     return this;
   }
 
+  /**
+   * The output folder of the query's file sink ({@code format("parquet")} and the other file
+   * formats). Its log gets an empty entry for the repartition's batch, which the sink never runs:
+   * without it the sink's next compaction and every batch read of its output fail. Not needed when
+   * the query last ran with StateShiftExtensions, which puts its file sink on record.
+   */
+  public RepartitionState fileSink(String outputLocation) {
+    this.fileSink = outputLocation;
+    return this;
+  }
+
   public RepartitionPlan plan() {
     return runner().plan();
   }
@@ -77,6 +89,7 @@ public final class RepartitionState {
     }
     return new RepartitionRunner(spark, checkpointLocation, partitions, progress)
         .backupTo(backupTo)
-        .assumeStopped(assumeStopped);
+        .assumeStopped(assumeStopped)
+        .fileSink(fileSink);
   }
 }

@@ -50,6 +50,24 @@ public final class StateShift {
   }
 
   /**
+   * The same, and the logs of these file sinks (output folders) and of the sink on record have an
+   * entry for every batch their readers and compaction need.
+   */
+  public VerificationReport verify(String checkpointLocation, java.util.List<String> fileSinks) {
+    return io.stateshift.internal.CheckpointVerifier.verify(spark, checkpointLocation, fileSinks);
+  }
+
+  /**
+   * Gives a file sink's log the empty entries of the checkpoint's repartition batches it lacks
+   * (left by a repartition that did not know the sink, or by Spark's built-in runner), so that
+   * its output can be read and the sink can compact again. Gaps that stand for lost output are
+   * reported, not filled.
+   */
+  public SinkLogRepair repairSinkLog(String checkpointLocation, String fileSinkOutput) {
+    return io.stateshift.internal.SinkLogGaps.repair(spark, checkpointLocation, fileSinkOutput);
+  }
+
+  /**
    * Checks a checkpoint against the production checklist (state store, state growth, partitions,
    * source rate, checkpoint hygiene), read-only: {@code doctor(cp).cores(16).history(h).run()}.
    */

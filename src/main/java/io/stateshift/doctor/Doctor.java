@@ -16,6 +16,7 @@ public final class Doctor {
   private final Map<String, String> settings = new HashMap<>();
   private int cores = -1;
   private String history;
+  private final java.util.List<String> fileSinks = new java.util.ArrayList<>();
 
   public Doctor(SparkSession spark, String checkpoint) {
     this.spark = Objects.requireNonNull(spark, "spark");
@@ -39,6 +40,17 @@ public final class Doctor {
     return this;
   }
 
+  /**
+   * The output folder of the query's file sink: its log is checked for batches it lacks (the sink
+   * a query started with StateShiftExtensions put on record is checked without this).
+   */
+  public Doctor fileSink(String outputLocation) {
+    if (outputLocation != null && !outputLocation.isBlank()) {
+      fileSinks.add(outputLocation);
+    }
+    return this;
+  }
+
   /** One threshold, by its name without the {@code spark.stateshift.doctor.} prefix. */
   public Doctor setting(String name, String value) {
     String key = name.startsWith(DoctorSettings.PREFIX) ? name.substring(
@@ -59,6 +71,7 @@ public final class Doctor {
       return settings.containsKey(name) ? settings.get(name) : spark.conf().get(key, null);
     });
     int effectiveCores = cores > 0 ? cores : spark.sparkContext().defaultParallelism();
-    return CheckpointDoctor.diagnose(spark, checkpoint, effectiveCores, history, resolved);
+    return CheckpointDoctor.diagnose(spark, checkpoint, effectiveCores, history, resolved,
+        fileSinks);
   }
 }

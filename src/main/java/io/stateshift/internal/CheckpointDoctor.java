@@ -53,6 +53,12 @@ public final class CheckpointDoctor {
 
   public static DoctorReport diagnose(SparkSession spark, String location, int cores,
       String historyLocation, DoctorSettings settings) {
+    return diagnose(spark, location, cores, historyLocation, settings, List.of());
+  }
+
+  /** The same, with the output folders of the query's file sinks (the recorded one is added). */
+  public static DoctorReport diagnose(SparkSession spark, String location, int cores,
+      String historyLocation, DoctorSettings settings, List<String> fileSinks) {
     CheckpointFiles files =
         CheckpointFiles.at(location, spark.sparkContext().hadoopConfiguration());
     Checkpoint checkpoint = Checkpoint.load(files);
@@ -60,6 +66,7 @@ public final class CheckpointDoctor {
     Optional<ProgressHistory> history = Optional.ofNullable(historyLocation)
         .map(h -> ProgressHistory.read(h, files.conf()).ofQuery(checkpoint.queryId()));
     doctor.checkHygiene(history);
+    doctor.checkFileSinks(fileSinks);
     doctor.checkState(history);
     doctor.checkSources();
     history.ifPresent(doctor::checkHistory);
@@ -71,6 +78,33 @@ public final class CheckpointDoctor {
 
   private void add(Severity severity, String code, String title, String evidence, String fix) {
     findings.add(new Finding(severity, code, title, evidence, fix));
+  }
+
+  // ---- file sink logs ----------------------------------------------------------------------------
+
+  private void checkFileSinks(List<String> given) {
+    String root = files.root().toString();
+    for (FileSinkLog log : SinkLogGaps.logs(spark, files, given)) {
+      List<SinkLogGaps.Gap> gaps = SinkLogGaps.find(checkpoint, log);
+      if (gaps.isEmpty()) {
+        continue;
+      }
+      List<String> evidence = gaps.stream().map(SinkLogGaps.Gap::explanation).toList();
+      String output = new org.apache.hadoop.fs.Path(log.location()).getParent().toString();
+      boolean fillable = gaps.stream().allMatch(SinkLogGaps.Gap::fillable);
+      add(Severity.ERROR, "FILE_SINK_LOG_GAP",
+          "The file sink's log lacks batches of this checkpoint: its output cannot be read and its "
+              + "next compaction fails",
+          log.location() + ": " + String.join("; ", evidence),
+          fillable
+              ? "Run `./stateshift repair-sink-log --checkpoint " + root + " --file-sink " + output
+                  + "` (it writes the empty entries of repartition batches), or start the query "
+                  + "with spark.sql.extensions=io.stateshift.StateShiftExtensions, which does so "
+                  + "before its first batch. Repartitions by stateshift that know the sink "
+                  + "(--file-sink, or the sink on record) write the entry themselves."
+              : "Restore the sink's " + FileSinkLog.METADATA_DIR + " folder from a backup; "
+                  + "entries of batches that wrote output cannot be rebuilt from the checkpoint.");
+    }
   }
 
   // ---- checkpoint hygiene ---------------------------------------------------------------------

@@ -15,10 +15,24 @@ public final class CheckpointVerifier {
   private CheckpointVerifier() {}
 
   public static VerificationReport verify(SparkSession spark, String checkpointLocation) {
+    return verify(spark, checkpointLocation, List.of());
+  }
+
+  /**
+   * The same, and the logs of the query's file sinks ({@code fileSinks}, and the one on record)
+   * have an entry for every batch they need.
+   */
+  public static VerificationReport verify(SparkSession spark, String checkpointLocation,
+      List<String> fileSinks) {
     CheckpointFiles files =
         CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
     Checkpoint checkpoint = Checkpoint.load(files);
     List<String> problems = new ArrayList<>();
+    for (FileSinkLog log : SinkLogGaps.logs(spark, files, fileSinks)) {
+      for (SinkLogGaps.Gap gap : SinkLogGaps.find(checkpoint, log)) {
+        problems.add("file sink log " + log.location() + ": " + gap.explanation());
+      }
+    }
     RepartitionJournal.read(files).ifPresent(j -> problems.add("an interrupted "
         + (j.phase() == RepartitionJournal.Phase.ROLLING_BACK ? "rollback" : "repartition")
         + " (attempt " + j.attemptId() + ", phase " + j.phase() + ") must be finished: run "

@@ -18,6 +18,9 @@ public final class FailPoints {
       "publish-first-file", "published", "commit", "journal-finalizing", "metadata-v1",
       "retired", "history");
 
+  /** After the file sink log's entry for the new batch (reached only with a file sink). */
+  public static final String SINK_LOG = "sink-log";
+
   private FailPoints() {}
 
   /** Tells {@code listener} each point reached, in this JVM; null stops it. For tests. */

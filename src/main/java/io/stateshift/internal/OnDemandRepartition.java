@@ -68,6 +68,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
           session.sparkContext().hadoopConfiguration());
       // Held while the query runs, so repartitions in other processes see it (released at the end).
       QueryLease.take(files, event.id(), event.runId(), execution::isActive);
+      Optional<String> sinkLog = recordAndRepairFileSink(execution, files);
       if (wanted == null || wanted.isBlank()) {
         // Not asked to repartition, but never start on a half-switched layout.
         new RepartitionRunner(session, files.root().toString(), 1,
@@ -101,10 +102,10 @@ public final class OnDemandRepartition extends StreamingQueryListener {
         QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
       }
       if (pending) {
-        runPendingBatchFirst(execution, event, files, partitions, planned);
+        runPendingBatchFirst(execution, event, files, partitions, planned, sinkLog);
         return;
       }
-      repartition(event, files, partitions, -1);
+      repartition(event, files, partitions, -1, sinkLog);
     } catch (StateShiftException e) {
       QueryLease.release(event.runId());
       throw new QueryStartRefused(e);
@@ -116,9 +117,10 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   }
 
   private void repartition(QueryStartedEvent event, CheckpointFiles files, int partitions,
-      long afterBatch) {
+      long afterBatch, Optional<String> sinkLog) {
     RepartitionResult result = new RepartitionRunner(session, files.root().toString(),
-        partitions, message -> LOG.info("stateshift: {}", message), event.id()).execute();
+        partitions, message -> LOG.info("stateshift: {}", message), event.id())
+        .fileSink(sinkLog.orElse(null)).execute();
     LAST_BY_QUERY.put(event.id(), result);
     unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
     LOG.info("State repartition of query {} completed in {} ms: {}", event.id(),
@@ -131,7 +133,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
    * continues as the query would after a restart.
    */
   private void runPendingBatchFirst(StreamExecution execution, QueryStartedEvent event,
-      CheckpointFiles files, int partitions, long pendingBatch) {
+      CheckpointFiles files, int partitions, long pendingBatch, Optional<String> sinkLog) {
     if (!(execution instanceof MicroBatchExecution microBatch)) {
       throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
           "Query " + event.id() + " does not run in micro-batches; on-demand repartitioning "
@@ -141,7 +143,38 @@ public final class OnDemandRepartition extends StreamingQueryListener {
         pendingBatch);
     logicalPlan(microBatch); // creates the trigger executor, so it can be wrapped
     microBatch.triggerExecutor_$eq(new PendingBatchFirst(microBatch, microBatch.triggerExecutor(),
-        () -> repartition(event, files, partitions, pendingBatch)));
+        () -> repartition(event, files, partitions, pendingBatch, sinkLog)));
+  }
+
+  /**
+   * Puts the query's file sink on record, so that offline repartitions find its log, and gives that
+   * log the entries of earlier repartition batches it lacks (left by a repartition that did not
+   * know the sink, or by Spark's built-in runner) before the sink writes again.
+   */
+  private Optional<String> recordAndRepairFileSink(StreamExecution execution,
+      CheckpointFiles files) {
+    Optional<String> location = FileSinkLog.ofQuery(execution);
+    if (location.isEmpty()) {
+      return location;
+    }
+    FileSinkLog log = FileSinkLog.at(execution.sparkSessionForStream(), location.get(),
+        files.conf());
+    FileSinkRecord.write(files, log.location());
+    if (files.exists(files.path("commits"))) {
+      Checkpoint checkpoint = Checkpoint.load(files);
+      if (checkpoint.lastCommittedBatch() >= 0) {
+        for (SinkLogGaps.Gap gap : SinkLogGaps.find(checkpoint, log)) {
+          if (gap.fillable()) {
+            log.addEmpty(gap.batchId());
+            LOG.warn("File sink log {}: added the missing entry of repartition batch {}.",
+                log.location(), gap.batchId());
+          } else {
+            LOG.warn("File sink log {}: {}", log.location(), gap.explanation());
+          }
+        }
+      }
+    }
+    return Optional.of(log.location());
   }
 
   @Override

@@ -21,7 +21,16 @@ public record RepartitionJournal(
     java.util.List<String> newFiles,
     java.util.Map<String, String> replacedMetadata,
     String retiredRoot,
-    String newCommit) {
+    String newCommit,
+    java.util.List<String> fileSinkLogs) {
+
+  /**
+   * The logs of the file sinks that get an empty entry for the new batch (absent in records
+   * written before file sinks were tracked).
+   */
+  public RepartitionJournal {
+    fileSinkLogs = fileSinkLogs == null ? java.util.List.of() : java.util.List.copyOf(fileSinkLogs);
+  }
 
   /** Where an attempt is; the checkpoint's old layout is untouched until SWITCHING. */
   public enum Phase {
@@ -56,15 +65,16 @@ public record RepartitionJournal(
         : new Path(attemptDir(files, attemptId), "retired");
   }
 
-  static RepartitionJournal start(int from, int to, long baseBatch, String retiredRoot) {
+  static RepartitionJournal start(int from, int to, long baseBatch, String retiredRoot,
+      java.util.List<String> fileSinkLogs) {
     return new RepartitionJournal(java.util.UUID.randomUUID().toString(), Phase.STAGING, from, to,
         baseBatch, baseBatch + 1, System.currentTimeMillis(), java.util.Map.of(),
-        java.util.List.of(), java.util.Map.of(), retiredRoot, null);
+        java.util.List.of(), java.util.Map.of(), retiredRoot, null, fileSinkLogs);
   }
 
   RepartitionJournal withPhase(Phase next) {
     return new RepartitionJournal(attemptId, next, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rowsBefore, newFiles, replacedMetadata, retiredRoot, newCommit);
+        startedAtMs, rowsBefore, newFiles, replacedMetadata, retiredRoot, newCommit, fileSinkLogs);
   }
 
   /**
@@ -75,7 +85,7 @@ public record RepartitionJournal(
   RepartitionJournal withSwitchRecord(java.util.Map<String, Long> rows,
       java.util.List<String> files, java.util.Map<String, String> metadata, String commit) {
     return new RepartitionJournal(attemptId, phase, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rows, files, metadata, retiredRoot, commit);
+        startedAtMs, rows, files, metadata, retiredRoot, commit, fileSinkLogs);
   }
 
   static Optional<RepartitionJournal> read(CheckpointFiles files) {

@@ -52,6 +52,20 @@ public final class RepartitionRunner {
   private final UUID startingQuery;
   private String backupTo;
   private boolean assumeStopped;
+  private final List<String> fileSinks = new ArrayList<>();
+
+  /**
+   * The output folder of the query's file sink, whose log gets an empty entry for the repartition's
+   * batch (without it the sink's next compaction and every read of its output fail). A sink the
+   * checkpoint has on record (written by a query started with StateShiftExtensions) is included
+   * without this.
+   */
+  public RepartitionRunner fileSink(String outputLocation) {
+    if (outputLocation != null && !outputLocation.isBlank()) {
+      fileSinks.add(outputLocation);
+    }
+    return this;
+  }
 
   /**
    * Skips the guess that a query without StateShiftExtensions may still be running (its logs were
@@ -146,7 +160,8 @@ public final class RepartitionRunner {
     long phaseStart = System.currentTimeMillis();
     FailPoints.reached("locked");
     RepartitionJournal journal = RepartitionJournal.start(layout.partitions(), target,
-        layout.lastCommitted(), backupTo);
+        layout.lastCommitted(), backupTo,
+        sinkLogs(layout.lastCommitted()).stream().map(FileSinkLog::location).toList());
     journal.save(files);
     FailPoints.reached("journal-staging");
     StateRedistributionJob.Outcome outcome;
@@ -236,7 +251,28 @@ public final class RepartitionRunner {
       throw new StateShiftException(Reason.SAME_PARTITION_COUNT,
           "The state of " + files.root() + " already has " + target + " partitions. Nothing to do.");
     }
+    sinkLogs(layout.lastCommitted());
     return layout;
+  }
+
+  /**
+   * The logs of the file sinks given and on record, each checked to end where the checkpoint does:
+   * a log with entries past the last committed batch belongs to another query's run.
+   */
+  private List<FileSinkLog> sinkLogs(long lastCommitted) {
+    List<FileSinkLog> logs = SinkLogGaps.logs(spark, files, fileSinks);
+    for (FileSinkLog log : logs) {
+      long newBatch = lastCommitted + 1;
+      long latest = log.latestBatch().orElse(-1L);
+      if (latest > newBatch || (latest == newBatch && log.filesIn(newBatch) != 0)) {
+        throw new StateShiftException(Reason.INVALID_ARGUMENT, "The file sink log "
+            + log.location() + " has entries up to batch " + latest + ", but the last batch "
+            + "committed in " + files.root() + " is " + lastCommitted + ": that output was "
+            + "written by another run or query. Pass the output folder of this checkpoint's "
+            + "query.");
+      }
+    }
+    return logs;
   }
 
   private RepartitionPlan planOf(StateLayout layout, Optional<String> interrupted) {
@@ -391,6 +427,11 @@ public final class RepartitionRunner {
         files.writeNew(v2, checkpoint.metadataWithPartitions(latest.get(), journal.toPartitions()));
       }
     }
+    // The batch is the sink's too: readers and compaction need an entry for every batch id.
+    for (String sinkLog : journal.fileSinkLogs()) {
+      FileSinkLog.at(spark, sinkLog, files.conf()).addEmpty(journal.newBatch());
+      FailPoints.reached(FailPoints.SINK_LOG);
+    }
     Path commit = files.path("commits/" + journal.newBatch());
     if (!files.exists(commit)) {
       files.writeNew(commit, journal.newCommit() != null ? journal.newCommit()
@@ -488,7 +529,7 @@ public final class RepartitionRunner {
       }
       case ROLLING_BACK -> {
         progress.accept("Finishing the interrupted rollback of attempt " + journal.attemptId() + ".");
-        new Rollback(files, progress).finish(journal);
+        new Rollback(spark, files, progress).finish(journal);
         return journal.attemptId() + " rolled back";
       }
       default -> {

@@ -14,10 +14,13 @@ import org.apache.hadoop.fs.Path;
  * offsets/N+1 (from here the old layout starts).
  */
 public final class Rollback {
+  private final org.apache.spark.sql.SparkSession spark;
   private final CheckpointFiles files;
   private final Consumer<String> progress;
 
-  Rollback(CheckpointFiles files, Consumer<String> progress) {
+  Rollback(org.apache.spark.sql.SparkSession spark, CheckpointFiles files,
+      Consumer<String> progress) {
+    this.spark = spark;
     this.files = files;
     this.progress = progress;
   }
@@ -53,7 +56,7 @@ public final class Rollback {
           "roll back its repartition");
       RepartitionJournal journal = last.withPhase(RepartitionJournal.Phase.ROLLING_BACK);
       journal.save(files);
-      new Rollback(files, progress).finish(journal);
+      new Rollback(spark, files, progress).finish(journal);
       return last;
     }
   }
@@ -62,6 +65,15 @@ public final class Rollback {
     progress.accept("rolling back batch " + journal.newBatch() + ": " + journal.toPartitions()
         + " -> " + journal.fromPartitions() + " partitions");
     files.deleteQuietly(files.path("commits/" + journal.newBatch()));
+    // After the commit (from here Spark refuses to start until the rollback ends): a sink entry
+    // outliving offsets/N+1 would make the sink skip the real batch N+1.
+    for (String sinkLog : journal.fileSinkLogs()) {
+      try {
+        FileSinkLog.at(spark, sinkLog, files.conf()).remove(journal.newBatch());
+      } catch (StateShiftException gone) {
+        progress.accept("the file sink log " + sinkLog + " is gone; nothing to remove there");
+      }
+    }
     for (String relative : journal.newFiles()) {
       files.deleteQuietly(files.path(relative));
     }
