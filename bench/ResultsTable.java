@@ -1,0 +1,152 @@
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * Writes the current results table of docs/performance.md from bench/results: for each benchmark
+ * command (options that only say where files go left out, heap included), the newest results file,
+ * one row per case it measured. Run by bench/run after a benchmark, or alone with bench/table.
+ *
+ * <p>Usage: {@code java -cp <jackson> bench/ResultsTable.java <results dir> <markdown file>}. The
+ * table replaces what stands between the markers {@code <!-- results:begin -->} and {@code
+ * <!-- results:end -->}.
+ */
+public class ResultsTable {
+  private static final String BEGIN = "<!-- results:begin -->";
+  private static final String END = "<!-- results:end -->";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  public static void main(String[] args) throws IOException {
+    Path resultsDir = Path.of(args[0]);
+    Path doc = Path.of(args[1]);
+    Map<String, Path> newest = new LinkedHashMap<>();
+    List<Path> files;
+    try (Stream<Path> listing = Files.list(resultsDir)) {
+      files = listing.filter(p -> p.getFileName().toString().matches("repartition-.*\\.json"))
+          .sorted().toList(); // the names sort by time
+    }
+    List<Path> superseded = new ArrayList<>();
+    for (Path file : files) {
+      JsonNode env = JSON.readTree(file.toFile()).path("environment");
+      Path older = newest.put(commandKey(env), file);
+      if (older != null) {
+        superseded.add(older);
+      }
+    }
+    List<Row> rows = new ArrayList<>();
+    for (Path file : newest.values()) {
+      JsonNode results = JSON.readTree(file.toFile());
+      if (!results.path("failure").isNull() && !results.path("failure").isMissingNode()) {
+        continue; // a run that stopped on a failure is no current result
+      }
+      String name = file.getFileName().toString().replaceFirst("\\.json$", "");
+      long heapMb = results.path("environment").path("maxHeapBytes").asLong() >> 20;
+      for (JsonNode c : results.path("cases")) {
+        rows.add(new Row(c.path("shape").asText(), c.path("provider").asText(),
+            c.path("keys").asLong(), -c.path("from").asLong(), name, row(c, name, heapMb)));
+      }
+    }
+    rows.sort(Comparator.comparing(Row::shape).thenComparing(Row::provider)
+        .thenComparingLong(Row::keys).thenComparingLong(Row::from).thenComparing(Row::file));
+    StringBuilder table = new StringBuilder();
+    table.append("| case | from->to | results file | stateshift s | built-in s | built-in / "
+        + "stateshift | floor s | stateshift / floor | cold stateshift s | cold built-in s | cold "
+        + "built-in / stateshift | on-demand restart s (plain restart s) | stateshift peak heap "
+        + "MB (-Xmx) |\n");
+    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (Row r : rows) {
+      table.append("| ").append(String.join(" | ", r.cells())).append(" |\n");
+    }
+    String text = Files.readString(doc);
+    int begin = text.indexOf(BEGIN);
+    int end = text.indexOf(END);
+    if (begin < 0 || end < begin) {
+      throw new IllegalStateException(doc + " has no " + BEGIN + " ... " + END + " markers");
+    }
+    String updated = text.substring(0, begin + BEGIN.length()) + "\n" + table
+        + text.substring(end);
+    if (!updated.equals(text)) {
+      Files.writeString(doc, updated);
+    }
+    System.err.println("bench: " + doc + ": " + rows.size() + " row(s) from " + newest.size()
+        + " results file(s)");
+    for (Path old : superseded) {
+      String stem = old.getFileName().toString().replaceFirst("\\.json$", "");
+      System.err.println("bench: superseded by a newer run of the same command (git rm it): "
+          + resultsDir.resolve(stem) + ".{md,json}");
+    }
+  }
+
+  /** One row of the table and what it is sorted by. */
+  private record Row(String shape, String provider, long keys, long from, String file,
+      String[] cells) {}
+
+  /** The command without the options that only say where files go, plus the heap. */
+  private static String commandKey(JsonNode env) {
+    List<String> words = new ArrayList<>(List.of(env.path("command").asText().split(" ")));
+    List<String> kept = new ArrayList<>();
+    for (int i = 0; i < words.size(); i++) {
+      String w = words.get(i);
+      if (w.equals("--work-dir") || w.equals("--out")) {
+        i++;
+      } else if (!w.equals("--keep") && !w.equals("--no-warmup") && !w.startsWith("--work-dir=")
+          && !w.startsWith("--out=")) {
+        kept.add(w);
+      }
+    }
+    return String.join(" ", kept) + " heap=" + env.path("maxHeapBytes").asLong();
+  }
+
+  private static String[] row(JsonNode c, String file, long heapMb) {
+    JsonNode m = c.path("methods");
+    JsonNode ratios = c.path("ratiosOfMin");
+    String onDemand = m.has("ondemand") && m.has("restart")
+        ? seconds(m.path("ondemand").path("minMillis")) + " ("
+            + seconds(m.path("restart").path("minMillis")) + ")"
+        : "-";
+    String heap = m.has("stateshift")
+        ? (m.path("stateshift").path("maxHeapPeakBytes").asLong() >> 20) + " (" + heapMb + ")"
+        : "-";
+    return new String[] {
+        c.path("shape").asText() + ", " + c.path("provider").asText() + ", "
+            + String.format(Locale.ROOT, "%,d", c.path("keys").asLong()) + " keys",
+        c.path("from").asText() + "->" + c.path("to").asText(),
+        "`" + file + "`",
+        minMedian(m.path("stateshift")),
+        minMedian(m.path("builtin")),
+        ratio(ratios.path("builtin/stateshift")),
+        minMedian(m.path("floor")),
+        ratio(ratios.path("stateshift/floor")),
+        minMedian(m.path("cold-stateshift")),
+        minMedian(m.path("cold-builtin")),
+        ratio(ratios.path("coldBuiltin/coldStateshift")),
+        onDemand,
+        heap};
+  }
+
+  private static String minMedian(JsonNode method) {
+    if (method.isMissingNode() || method.path("minMillis").isMissingNode()) {
+      return "-";
+    }
+    return seconds(method.path("minMillis")) + " / " + seconds(method.path("medianMillis"));
+  }
+
+  /** Seconds as the results files print them. */
+  private static String seconds(JsonNode millis) {
+    double s = millis.asDouble() / 1000;
+    return String.format(Locale.ROOT, s < 10 ? "%.2f" : "%.1f", s);
+  }
+
+  private static String ratio(JsonNode value) {
+    return value.isNumber() ? String.format(Locale.ROOT, "%.2f", value.asDouble()) : "-";
+  }
+}
