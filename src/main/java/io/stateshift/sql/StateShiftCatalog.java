@@ -61,10 +61,11 @@ public final class StateShiftCatalog implements ProcedureCatalog {
       // "failed to load routine" and drops its message): name the procedures that exist.
       String wanted = name + "." + String.join(".", ident.namespace())
           + (ident.namespace().length == 0 ? "" : ".") + ident.name();
-      throw sneaky(new AnalysisException("ROUTINE_NOT_FOUND", scala.collection.immutable.Map$.MODULE$
-          .<String, String>empty().updated("routineName", wanted + " (stateshift's procedures are "
-              + name + "." + NAMESPACE + ".{" + String.join(", ",
-                  PROCEDURES.keySet().stream().sorted().toList()) + "})")));
+      String known = name + "." + NAMESPACE + ".{"
+          + String.join(", ", PROCEDURES.keySet().stream().sorted().toList()) + "}";
+      throw sneaky(new AnalysisException("ROUTINE_NOT_FOUND",
+          scala.collection.immutable.Map$.MODULE$.<String, String>empty().updated("routineName",
+              wanted + " (stateshift's procedures are " + known + ")")));
     }
     return procedure.get();
   }
