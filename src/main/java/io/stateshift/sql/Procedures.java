@@ -1,0 +1,308 @@
+package io.stateshift.sql;
+
+import io.stateshift.CheckpointReport;
+import io.stateshift.RepartitionPlan;
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShift;
+import io.stateshift.StateShiftException;
+import io.stateshift.VerificationReport;
+import io.stateshift.doctor.Doctor;
+import io.stateshift.doctor.DoctorReport;
+import io.stateshift.doctor.Finding;
+import io.stateshift.internal.RepartitionRecords;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The procedures of {@link StateShiftCatalog}; each is a thin layer over {@link StateShift}. */
+final class Procedures {
+  private static final Logger LOG = LoggerFactory.getLogger(Procedures.class);
+
+  private Procedures() {}
+
+  private static final DataType STRING = DataTypes.StringType;
+  private static final DataType INT = DataTypes.IntegerType;
+  private static final DataType LONG = DataTypes.LongType;
+  private static final DataType BOOLEAN = DataTypes.BooleanType;
+
+  private static ProcedureParameter required(String name, DataType type, String comment) {
+    return ProcedureParameter.in(name, type).comment(comment).build();
+  }
+
+  private static ProcedureParameter optional(String name, DataType type, String defaultSql,
+      String comment) {
+    return ProcedureParameter.in(name, type).defaultValue(defaultSql).comment(comment).build();
+  }
+
+  private static final ProcedureParameter CHECKPOINT =
+      required("checkpoint", STRING, "the checkpointLocation of the stopped query");
+  private static final ProcedureParameter ASSUME_STOPPED = optional("assume_stopped", BOOLEAN,
+      "false", "the query is known to be stopped: do not refuse a checkpoint written in the last "
+          + "2 minutes (a lease held by a running query still refuses)");
+
+  /**
+   * {@code repartition_state(checkpoint, partitions, dry_run, assume_stopped, backup_to)}: one row
+   * per state store; a dry run plans, writes nothing and leaves the row and byte columns null.
+   */
+  static final class RepartitionState extends StateShiftProcedure {
+    RepartitionState() {
+      super("repartition_state",
+          "Redistributes the state of a stopped streaming query into `partitions` partitions "
+              + "(dry_run => true: only plans). One row per state store.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("dry_run", BOOLEAN, false)
+              .add("from_partitions", INT, false)
+              .add("to_partitions", INT, false)
+              .add("batch", LONG, false)
+              .add("operator_id", LONG)
+              .add("operator_name", STRING)
+              .add("store_name", STRING)
+              .add("rows_read", LONG)
+              .add("rows_written", LONG)
+              .add("bytes_written", LONG)
+              .add("duration_ms", LONG)
+              .add("interrupted_attempt", STRING),
+          CHECKPOINT,
+          required("partitions", INT, "the number of state partitions to end with"),
+          optional("dry_run", BOOLEAN, "false", "only report what would be done"),
+          ASSUME_STOPPED,
+          optional("backup_to", STRING, "NULL",
+              "keep the partition folders a decrease drops under this location"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      String checkpoint = args.required(0);
+      Integer partitions = args.integer(1);
+      if (partitions == null) {
+        throw new StateShiftException(StateShiftException.Reason.INVALID_PARTITION_COUNT,
+            "partitions is null: pass the partition count to end with, for example "
+                + "partitions => 16.");
+      }
+      var action = StateShift.get(spark).repartitionState(checkpoint).toPartitions(partitions)
+          .backupTo(args.string(4))
+          .onProgress(message -> LOG.info("repartition_state {}: {}", checkpoint, message));
+      if (args.flag(3)) {
+        action.assumeStopped();
+      }
+      List<Object[]> rows = new ArrayList<>();
+      if (args.flag(2)) {
+        RepartitionPlan plan = action.plan();
+        for (RepartitionPlan.OperatorInfo op : plan.operators()) {
+          for (String store : op.stores()) {
+            rows.add(new Object[] {plan.checkpoint(), plan.queryId(), true, plan.fromPartitions(),
+                plan.toPartitions(), plan.repartitionBatch(), op.id(), op.name(), store, null, null,
+                null, null, plan.interruptedAttempt().orElse(null)});
+          }
+        }
+        return rows;
+      }
+      RepartitionResult result = action.execute();
+      RepartitionPlan plan = result.plan();
+      for (RepartitionResult.StoreMove s : result.stores()) {
+        rows.add(new Object[] {plan.checkpoint(), plan.queryId(), false, plan.fromPartitions(),
+            plan.toPartitions(), result.batchId(), s.operatorId(), s.operatorName(), s.storeName(),
+            s.rowsRead(), s.rowsWritten(), s.bytesWritten(), result.totalMillis(),
+            plan.interruptedAttempt().orElse(null)});
+      }
+      return rows;
+    }
+  }
+
+  /** {@code inspect_state(checkpoint)}: one row per state store, with per-partition arrays. */
+  static final class InspectState extends StateShiftProcedure {
+    InspectState() {
+      super("inspect_state",
+          "The layout of a checkpoint: one row per state store with its rows, bytes, skew, "
+              + "misplaced keys, and rows and bytes per partition.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("last_planned_batch", LONG, false)
+              .add("last_committed_batch", LONG, false)
+              .add("state_store_provider", STRING)
+              .add("partitions", INT, false)
+              .add("operator_id", LONG)
+              .add("operator_name", STRING)
+              .add("supported", BOOLEAN)
+              .add("store_name", STRING)
+              .add("rows", LONG)
+              .add("bytes", LONG)
+              .add("skew", DataTypes.DoubleType)
+              .add("misplaced_keys", LONG)
+              .add("rows_per_partition", DataTypes.createArrayType(LONG, false))
+              .add("bytes_per_partition", DataTypes.createArrayType(LONG, false))
+              .add("interrupted_repartition", STRING),
+          CHECKPOINT);
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      CheckpointReport r = StateShift.get(spark).inspect(args.required(0));
+      String interrupted = r.interruptedRepartition().orElse(null);
+      List<Object[]> rows = new ArrayList<>();
+      for (CheckpointReport.OperatorReport op : r.operators()) {
+        if (op.stores().isEmpty()) { // an operator whose stores were not read: still listed
+          rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastPlannedBatch(),
+              r.lastCommittedBatch(), r.stateStoreProvider(), r.partitions(), op.id(), op.name(),
+              op.supported(), null, null, null, null, null, null, null, interrupted});
+        }
+        for (CheckpointReport.StoreReport s : op.stores()) {
+          rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastPlannedBatch(),
+              r.lastCommittedBatch(), r.stateStoreProvider(), r.partitions(), op.id(), op.name(),
+              op.supported(), s.name(), s.totalRows(), s.totalBytes(), s.skew(), s.misplacedKeys(),
+              s.rows(), s.bytes(), interrupted});
+        }
+      }
+      return rows;
+    }
+  }
+
+  /**
+   * {@code verify_state(checkpoint)}: one row per problem found, or one row with {@code ok} true
+   * and no problem. Problems are rows, not an error: the call itself succeeded.
+   */
+  static final class VerifyState extends StateShiftProcedure {
+    VerifyState() {
+      super("verify_state",
+          "Checks every key is in the partition Spark assigns it, row counts match the counts "
+              + "before the last repartition, and the state files the logs need exist.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("partitions", INT, false)
+              .add("rows_checked", LONG, false)
+              .add("ok", BOOLEAN, false)
+              .add("problem", STRING),
+          CHECKPOINT);
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      VerificationReport r = StateShift.get(spark).verify(args.required(0));
+      if (r.ok()) {
+        return List.<Object[]>of(new Object[] {r.checkpoint(), r.partitions(), r.rowsChecked(),
+            true, null});
+      }
+      return r.problems().stream().map(p -> new Object[] {r.checkpoint(), r.partitions(),
+          r.rowsChecked(), false, p}).toList();
+    }
+  }
+
+  /** {@code rollback_state(checkpoint, assume_stopped)}: one row, the repartition undone. */
+  static final class RollbackState extends StateShiftProcedure {
+    RollbackState() {
+      super("rollback_state",
+          "Restores the layout before the checkpoint's last repartition, as long as no batch has "
+              + "run on the new layout.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("rolled_back_batch", LONG, false)
+              .add("from_partitions", INT, false)
+              .add("to_partitions", INT, false),
+          CHECKPOINT, ASSUME_STOPPED);
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      RepartitionPlan undone =
+          StateShift.get(spark).rollbackRepartition(args.required(0), args.flag(1));
+      return List.<Object[]>of(new Object[] {undone.checkpoint(), undone.queryId(),
+          undone.repartitionBatch(), undone.fromPartitions(), undone.toPartitions()});
+    }
+  }
+
+  /**
+   * {@code doctor(checkpoint, cores, history)}: one row per finding, most severe first, each with
+   * the checkpoint's summary. An ERROR finding is a row, not an error.
+   */
+  static final class DoctorProcedure extends StateShiftProcedure {
+    DoctorProcedure() {
+      super("doctor",
+          "Checks a checkpoint against the production checklist, read-only: one row per finding "
+              + "(severity, code, title, evidence, fix).",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("last_committed_batch", LONG, false)
+              .add("partitions", INT, false)
+              .add("recommended_partitions", INT, false)
+              .add("cores", INT, false)
+              .add("severity", STRING)
+              .add("code", STRING)
+              .add("title", STRING)
+              .add("evidence", STRING)
+              .add("fix", STRING),
+          CHECKPOINT,
+          optional("cores", INT, "NULL",
+              "the cores the query runs on (default: the session's default parallelism)"),
+          optional("history", STRING, "NULL",
+              "a progress history written by the monitor (a file or a folder of .jsonl files)"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      Doctor doctor = StateShift.get(spark).doctor(args.required(0)).history(args.string(2));
+      if (args.integer(1) != null) {
+        doctor.cores(args.integer(1));
+      }
+      DoctorReport r = doctor.run();
+      List<Finding> findings = new ArrayList<>(r.findings());
+      findings.sort(java.util.Comparator.comparing(Finding::severity).reversed());
+      List<Object[]> rows = new ArrayList<>();
+      for (Finding f : findings) {
+        rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastCommittedBatch(), r.partitions(),
+            r.recommendedPartitions(), r.cores(), f.severity().name(), f.code(), f.title(),
+            f.evidence(), f.fix()});
+      }
+      if (rows.isEmpty()) { // nothing found: the summary still has a row
+        rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastCommittedBatch(), r.partitions(),
+            r.recommendedPartitions(), r.cores(), null, null, null, null, null});
+      }
+      return rows;
+    }
+  }
+
+  /**
+   * {@code state_history(checkpoint)}: one row per repartition recorded under
+   * {@code _stateshift/history}, oldest first, and one for an attempt still unfinished.
+   */
+  static final class StateHistory extends StateShiftProcedure {
+    StateHistory() {
+      super("state_history",
+          "Every repartition of the checkpoint: batch, from -> to, when, outcome (completed, "
+              + "rolled_back, or interrupted), rows counted before, backup location.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("batch", LONG, false)
+              .add("base_batch", LONG, false)
+              .add("from_partitions", INT, false)
+              .add("to_partitions", INT, false)
+              .add("started_at", DataTypes.TimestampType, false)
+              .add("outcome", STRING, false)
+              .add("state_rows_before", LONG, false)
+              .add("backup_location", STRING)
+              .add("attempt_id", STRING, false),
+          CHECKPOINT);
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      String checkpoint = args.required(0);
+      List<RepartitionRecords.Record> records = RepartitionRecords.read(spark, checkpoint);
+      String qualified = io.stateshift.internal.CheckpointFiles.at(checkpoint,
+          spark.sparkContext().hadoopConfiguration()).root().toString();
+      return records.stream().map(r -> new Object[] {qualified, r.batch(), r.baseBatch(),
+          r.fromPartitions(), r.toPartitions(), r.startedAtMs() * 1000L, r.outcome(),
+          r.rowsBefore(), r.backupLocation(), r.attemptId()}).toList();
+    }
+  }
+}
