@@ -38,6 +38,11 @@ public final class StreamRun {
     this.input = input;
   }
 
+  /** The folder the query reads its input files from. */
+  public String inputLocation() {
+    return input.toString();
+  }
+
   /**
    * Writes input file {@code index}: {@code rows} events in a 4-minute slice of event time, with
    * some duplicated event ids and out-of-order times well within the 10-minute watermark.
