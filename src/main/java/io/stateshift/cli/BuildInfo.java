@@ -8,7 +8,8 @@ import java.util.Properties;
  * The version of stateshift and the Spark line it is built for, from a resource Maven fills in at
  * build time; and the Spark found on the class path at run time, without starting it.
  */
-record BuildInfo(String version, String sparkVersion, String scalaVersion, String sparkOnClassPath) {
+record BuildInfo(String version, String sparkVersion, String scalaVersion,
+    String sparkOnClassPath) {
   private static final String RESOURCE = "/io/stateshift/stateshift-version.properties";
   private static final String SPARK_POM =
       "/META-INF/maven/org.apache.spark/spark-core_%s/pom.properties";

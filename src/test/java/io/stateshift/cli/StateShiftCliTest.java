@@ -42,7 +42,8 @@ class StateShiftCliTest {
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     int exit = new StateShiftCli(new PrintStream(out, true, StandardCharsets.UTF_8),
         new PrintStream(err, true, StandardCharsets.UTF_8)).run(args);
-    return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    return new Run(exit, out.toString(StandardCharsets.UTF_8),
+        err.toString(StandardCharsets.UTF_8));
   }
 
   private Path checkpoint(int partitions) {
