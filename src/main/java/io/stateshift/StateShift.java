@@ -75,6 +75,18 @@ public final class StateShift {
     return new io.stateshift.doctor.Doctor(spark, checkpointLocation);
   }
 
+  /**
+   * Every repartition and rollback stateshift recorded for the checkpoint (under {@code
+   * _stateshift/history}), oldest first: when, from and to how many partitions, rows and bytes
+   * moved, how long, the write path, which application and user, and the outcome. Failures after
+   * the checkpoint's lock was taken are listed too; refusals are not, as they leave the checkpoint
+   * as it was. Read-only.
+   */
+  public java.util.List<HistoryEntry> history(String checkpointLocation) {
+    return io.stateshift.internal.HistoryLog.read(io.stateshift.internal.CheckpointFiles.at(
+        checkpointLocation, spark.sparkContext().hadoopConfiguration()));
+  }
+
   /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */
   public CheckpointReport inspect(String checkpointLocation) {
     return io.stateshift.internal.CheckpointInspector.inspect(spark, checkpointLocation);

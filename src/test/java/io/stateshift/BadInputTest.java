@@ -100,15 +100,31 @@ class BadInputTest {
   }
 
   @Test
-  void commandLineExitsWithTwoAndPrintsTheReason() {
+  void commandLineExitsWithTwoAndPrintsTheReason() throws Exception {
     Path checkpoint = aggregationCheckpoint(4);
+    Files.delete(checkpoint.resolve("metadata")); // the query id: the checkpoint is damaged
     var before = CheckpointDigest.of(checkpoint);
     var err = new java.io.ByteArrayOutputStream();
     int code = new io.stateshift.cli.StateShiftCli(System.out, new java.io.PrintStream(err))
         .run(new String[] {"repartition", "--checkpoint", checkpoint.toString(), "--partitions",
-            "4"});
+            "8"});
     assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).contains("already has 4 partitions");
+    assertThat(err.toString()).contains("'metadata' file").contains("Restore");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  @Test
+  void commandLineRepartitionToTheCountItHasIsNothingToDo() {
+    // The API refuses (SAME_PARTITION_COUNT, above); the command line succeeds, so a script can
+    // repartition unconditionally.
+    Path checkpoint = aggregationCheckpoint(4);
+    var before = CheckpointDigest.of(checkpoint);
+    var out = new java.io.ByteArrayOutputStream();
+    int code = new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(out), System.err)
+        .run(new String[] {"repartition", "--checkpoint", checkpoint.toString(), "--partitions",
+            "4"});
+    assertThat(code).isZero();
+    assertThat(out.toString()).contains("already has 4 partitions. Nothing to do.");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 

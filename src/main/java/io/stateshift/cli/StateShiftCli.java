@@ -1,12 +1,16 @@
 package io.stateshift.cli;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.stateshift.CheckpointReport;
+import io.stateshift.HistoryEntry;
 import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.VerificationReport;
+import io.stateshift.cli.CommandLine.Invocation;
 import io.stateshift.demo.DeviceCountsDemo;
 import java.io.PrintStream;
 import java.util.List;
@@ -15,46 +19,15 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * The {@code ./stateshift} command line. Exit codes: 0 success, 2 bad input or refusal (the
- * checkpoint was not changed), 1 failure.
+ * The {@code ./stateshift} command line. Each command declares its options ({@link CommandLine});
+ * the whole command line is checked before Spark starts. Exit codes: 0 success (a repartition to
+ * the count the checkpoint has included), 2 bad input or refusal (the checkpoint was not changed),
+ * 1 failure. With {@code --json}, stdout holds one JSON document ({@link CliJson}), errors too.
  */
 public final class StateShiftCli {
   static final int OK = 0;
   static final int FAILURE = 1;
   static final int BAD_INPUT = 2;
-
-  private static final String USAGE = """
-      usage: stateshift <command> [options]
-
-      commands:
-        repartition --checkpoint <path> --partitions <n> [--dry-run] [--backup-to <path>]
-                    [--assume-stopped]
-            Redistribute the state of a stopped query into n partitions.
-        rollback --checkpoint <path> [--assume-stopped]
-            Restore the layout before the last repartition (if no batch has run since).
-        --assume-stopped: the query is known to be stopped; skip the refusal of a checkpoint
-            whose logs were written in the last 2 minutes (a lease held by a running query
-            started with StateShiftExtensions still refuses).
-        verify --checkpoint <path>
-            Check key placement, row counts and state files; exit code 1 on any problem.
-        inspect --checkpoint <path> [--json]
-            Show batches, provider, operators, stores, rows and bytes per partition, and skew.
-        doctor --checkpoint <path> [--cores <n>] [--history <path>] [--json]
-            Check the checkpoint against the production checklist (read-only);
-            exit code 1 when a finding is an ERROR.
-        report --checkpoint <path> [--history <path>] [--cores <n>] --out <file.html>
-            Write a self-contained HTML page with charts and the doctor's findings.
-        demo [--events <n>]
-            Run the device-count demo end to end on the embedded Spark.
-        classpath [--full]
-            Print the library's runtime classpath (--full: with Spark, for embedding programs).
-
-      options for every command:
-        --master <url>      Spark master (default local[2] or the spark.master system property)
-        --conf <key=value>  a Spark setting, repeatable
-
-      Exit codes: 0 success, 2 bad input or refusal (checkpoint unchanged), 1 failure.
-      """;
 
   private final PrintStream out;
   private final PrintStream err;
@@ -66,7 +39,8 @@ public final class StateShiftCli {
 
   /** The commands that start their own Spark, where {@link StartupOverlap} helps. */
   private static final java.util.Set<String> SPARK_COMMANDS =
-      java.util.Set.of("repartition", "inspect", "verify", "rollback", "doctor", "report");
+      java.util.Set.of("repartition", "inspect", "verify", "rollback", "doctor", "report",
+          "history");
 
   public static void main(String[] args) {
     // First thing for a command that starts Spark: until the context starts its threads, the
@@ -78,128 +52,306 @@ public final class StateShiftCli {
     System.exit(code);
   }
 
+  /** What a command printed: its exit code, its text, and the same as JSON for --json. */
+  private record Outcome(int code, String text, ObjectNode json) {}
+
   public int run(String[] argv) {
-    Arguments args;
+    // Known before parsing, so that even a malformed command line answers in JSON.
+    boolean json = java.util.Arrays.asList(argv).contains("--json");
+    CommandLine.Request request;
     try {
-      args = Arguments.parse(argv);
-    } catch (IllegalArgumentException e) {
+      request = CommandLine.parse(argv);
+    } catch (CommandLine.UsageError e) {
       err.println("error: " + e.getMessage());
-      err.println();
-      err.print(USAGE);
+      err.println(e.hint());
+      if (argv.length == 0) {
+        err.println();
+        err.print(CommandLine.globalUsage());
+      }
+      if (json) {
+        out.println(CliJson.text(CliJson.error(e.command(), BAD_INPUT, "USAGE", e.getMessage())));
+      }
       return BAD_INPUT;
     }
-    if (args.command() == null || args.flag("help")) {
-      (args.command() == null ? err : out).print(USAGE);
-      return args.command() == null ? BAD_INPUT : OK;
+    if (request instanceof CommandLine.GlobalHelp) {
+      out.print(CommandLine.globalUsage());
+      return OK;
     }
+    if (request instanceof CommandLine.CommandHelp help) {
+      out.print(help.command().usage());
+      return OK;
+    }
+    if (request instanceof CommandLine.Version version) {
+      BuildInfo info = BuildInfo.read();
+      if (version.json()) {
+        ObjectNode root = CliJson.envelope("version", OK);
+        root.put("version", info.version());
+        root.put("sparkLine", info.sparkLine());
+        root.put("sparkVersion", info.sparkVersion());
+        root.put("scalaVersion", info.scalaVersion());
+        root.put("sparkOnClassPath", info.sparkOnClassPath());
+        out.println(CliJson.text(root));
+      } else {
+        out.print(info.text());
+      }
+      return OK;
+    }
+    Invocation args = (Invocation) request;
+    Outcome outcome;
     try {
-      return switch (args.command()) {
+      outcome = switch (args.name()) {
         case "repartition" -> withSpark(args, spark -> repartition(spark, args));
+        case "rollback" -> withSpark(args, spark -> rollback(spark, args));
+        case "verify" -> withSpark(args, spark -> verify(spark, args));
         case "inspect" -> withSpark(args, spark -> inspect(spark, args));
-        case "rollback" -> withSpark(args, spark -> {
-          RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(
-              args.required("checkpoint"), args.flag("assume-stopped"));
-          out.printf("Rolled back the repartition of batch %d: %s is back to %d partitions.%n",
-              undone.repartitionBatch(), undone.checkpoint(), undone.toPartitions());
-          return OK;
-        });
-        case "verify" -> withSpark(args, spark -> {
-          VerificationReport report = StateShift.get(spark).verify(args.required("checkpoint"));
-          out.print(report);
-          return report.ok() ? OK : FAILURE;
-        });
+        case "history" -> withSpark(args, spark -> history(spark, args));
         case "doctor" -> withSpark(args, spark -> doctor(spark, args));
         case "report" -> withSpark(args, spark -> report(spark, args));
-        case "demo" -> withSpark(args, spark -> DeviceCountsDemo.run(spark,
-            args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS), out));
-        default -> throw new IllegalArgumentException("unknown command '" + args.command()
-            + "'; commands are repartition, rollback, verify, inspect, doctor, report, demo, "
-            + "classpath");
+        case "demo" -> demo(args);
+        case "classpath" -> classpath(args);
+        default -> throw new IllegalStateException("no handler for " + args.name());
       };
     } catch (IllegalArgumentException e) {
-      err.println("error: " + e.getMessage());
-      return BAD_INPUT;
+      return refused(args, json, BAD_INPUT, Reason.INVALID_ARGUMENT.name(), e.getMessage(), null);
     } catch (StateShiftException e) {
-      err.println("error: " + e.getMessage());
-      return e.reason().isBadInput() ? BAD_INPUT : FAILURE;
+      int code = e.reason().isBadInput() ? BAD_INPUT : FAILURE;
+      return refused(args, json, code, e.reason().name(), e.getMessage(), null);
     } catch (Exception e) { // Spark's checked exceptions (SparkException) arrive here too
-      err.println("failed: " + e);
-      e.printStackTrace(err);
-      return FAILURE;
+      return refused(args, json, FAILURE, Reason.FAILED.name(), String.valueOf(e), e);
     }
+    if (args.flag("json")) {
+      out.println(CliJson.text(outcome.json()));
+    } else {
+      out.print(outcome.text());
+    }
+    return outcome.code();
   }
 
-  private int repartition(SparkSession spark, Arguments args) {
-    String checkpoint = args.required("checkpoint");
+  private int refused(Invocation args, boolean json, int code, String reason, String message,
+      Exception failure) {
+    if (failure != null) {
+      err.println("failed: " + message);
+      failure.printStackTrace(err);
+    } else {
+      err.println("error: " + message);
+    }
+    if (json) {
+      out.println(CliJson.text(CliJson.error(args.name(), code, reason, message)));
+    }
+    return code;
+  }
+
+  private Outcome repartition(SparkSession spark, Invocation args) {
     int partitions = args.intValue("partitions", -1);
-    if (!args.has("partitions")) {
-      throw new IllegalArgumentException("--partitions <n> is required");
-    }
-    var action = StateShift.get(spark).repartitionState(checkpoint);
-    if (partitions <= 0) {
-      throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
-          "--partitions must be at least 1, got " + partitions + ".");
-    }
-    action.toPartitions(partitions).onProgress(message -> err.println("  " + message))
-        .backupTo(args.value("backup-to", null));
+    var action = StateShift.get(spark).repartitionState(args.value("checkpoint"))
+        .toPartitions(partitions).onProgress(message -> err.println("  " + message))
+        .backupTo(args.value("backup-to"));
     if (args.flag("assume-stopped")) {
       action.assumeStopped();
     }
-    if (args.flag("dry-run")) {
-      RepartitionPlan plan = action.plan();
-      out.print(plan);
-      out.println("dry run: nothing was written.");
-      return OK;
+    boolean dryRun = args.flag("dry-run");
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("dryRun", dryRun);
+    try {
+      if (dryRun) {
+        RepartitionPlan plan = action.plan();
+        json.put("changed", false);
+        putPlan(json.putObject("plan"), plan);
+        return new Outcome(OK, plan + "dry run: nothing was written.\n", json);
+      }
+      RepartitionResult result = action.execute();
+      json.put("changed", result.fromPartitions() != result.toPartitions());
+      putPlan(json.putObject("plan"), result.plan());
+      ObjectNode r = json.putObject("result");
+      r.put("batchId", result.batchId());
+      r.put("totalMillis", result.totalMillis());
+      r.put("rowsMoved", result.rowsMoved());
+      r.put("bytesMoved", result.bytesMoved());
+      ObjectNode phases = r.putObject("phaseMillis");
+      result.phaseMillis().forEach(phases::put);
+      ArrayNode stores = r.putArray("stores");
+      for (RepartitionResult.StoreMove m : result.stores()) {
+        ObjectNode s = stores.addObject();
+        s.put("operatorId", m.operatorId());
+        s.put("operatorName", m.operatorName());
+        s.put("storeName", m.storeName());
+        s.put("rowsRead", m.rowsRead());
+        s.put("rowsWritten", m.rowsWritten());
+        s.put("bytesWritten", m.bytesWritten());
+      }
+      return new Outcome(OK, result.toString(), json);
+    } catch (StateShiftException e) {
+      if (e.reason() != Reason.SAME_PARTITION_COUNT) {
+        throw e;
+      }
+      // Already there: success, so a script can repartition unconditionally. Nothing was written.
+      json.put("changed", false);
+      json.put("nothingToDo", true);
+      json.put("toPartitions", partitions);
+      json.put("message", e.getMessage());
+      return new Outcome(OK, e.getMessage() + "\n", json);
     }
-    RepartitionResult result = action.execute();
-    out.print(result);
-    return OK;
   }
 
-  private int inspect(SparkSession spark, Arguments args) {
-    CheckpointReport report = StateShift.get(spark).inspect(args.required("checkpoint"));
-    if (args.flag("json")) {
-      out.println(report.toJson());
-    } else {
-      out.print(report);
+  private static void putPlan(ObjectNode node, RepartitionPlan plan) {
+    node.put("checkpoint", plan.checkpoint());
+    node.put("queryId", plan.queryId());
+    node.put("stateStoreProvider", plan.stateStoreProvider());
+    node.put("fromPartitions", plan.fromPartitions());
+    node.put("toPartitions", plan.toPartitions());
+    node.put("lastCommittedBatch", plan.lastCommittedBatch());
+    node.put("repartitionBatch", plan.repartitionBatch());
+    ArrayNode ops = node.putArray("operators");
+    for (RepartitionPlan.OperatorInfo op : plan.operators()) {
+      ObjectNode o = ops.addObject();
+      o.put("id", op.id());
+      o.put("name", op.name());
+      ArrayNode stores = o.putArray("stores");
+      op.stores().forEach(stores::add);
     }
-    return OK;
+    node.put("interruptedAttempt", plan.interruptedAttempt().orElse(null));
   }
 
-  private io.stateshift.doctor.DoctorReport diagnose(SparkSession spark, Arguments args) {
-    io.stateshift.doctor.Doctor doctor = StateShift.get(spark).doctor(args.required("checkpoint"))
-        .history(args.value("history", null));
+  private Outcome rollback(SparkSession spark, Invocation args) {
+    RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(args.value("checkpoint"),
+        args.flag("assume-stopped"));
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("checkpoint", undone.checkpoint());
+    json.put("rolledBackBatch", undone.repartitionBatch());
+    json.put("fromPartitions", undone.fromPartitions());
+    json.put("toPartitions", undone.toPartitions());
+    return new Outcome(OK, String.format(
+        "Rolled back the repartition of batch %d: %s is back to %d partitions.%n",
+        undone.repartitionBatch(), undone.checkpoint(), undone.toPartitions()), json);
+  }
+
+  private Outcome verify(SparkSession spark, Invocation args) {
+    VerificationReport report = StateShift.get(spark).verify(args.value("checkpoint"));
+    int code = report.ok() ? OK : FAILURE;
+    ObjectNode json = CliJson.envelope(args.name(), code);
+    json.put("checkpoint", report.checkpoint());
+    json.put("partitions", report.partitions());
+    json.put("rowsChecked", report.rowsChecked());
+    ArrayNode problems = json.putArray("problems");
+    report.problems().forEach(problems::add);
+    if (!report.ok()) {
+      CliJson.withError(json, "PROBLEMS_FOUND", report.problems().size() + " problem(s)");
+    }
+    return new Outcome(code, report.toString(), json);
+  }
+
+  private Outcome inspect(SparkSession spark, Invocation args) {
+    CheckpointReport report = StateShift.get(spark).inspect(args.value("checkpoint"));
+    return new Outcome(OK, report.toString(),
+        CliJson.merge(CliJson.envelope(args.name(), OK), report.toJson()));
+  }
+
+  private Outcome history(SparkSession spark, Invocation args) {
+    String checkpoint = args.value("checkpoint");
+    List<HistoryEntry> entries = StateShift.get(spark).history(checkpoint);
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("checkpoint", checkpoint);
+    ArrayNode list = json.putArray("entries");
+    StringBuilder text = new StringBuilder();
+    text.append(entries.isEmpty() ? "No repartition or rollback recorded for " + checkpoint + ".\n"
+        : entries.size() + " recorded for " + checkpoint + ", oldest first:\n");
+    for (HistoryEntry h : entries) {
+      text.append(h).append('\n');
+      ObjectNode e = list.addObject();
+      e.put("kind", h.kind().name().toLowerCase(java.util.Locale.ROOT));
+      e.put("outcome", h.outcome().name().toLowerCase(java.util.Locale.ROOT));
+      e.put("attemptId", h.attemptId());
+      e.put("batch", h.batch());
+      e.put("startedAt", h.startedAt().map(Object::toString).orElse(null));
+      e.put("durationMs", h.durationMs());
+      e.put("fromPartitions", h.fromPartitions());
+      e.put("toPartitions", h.toPartitions());
+      e.put("rowsMoved", h.rowsMoved());
+      e.put("bytesMoved", h.bytesMoved());
+      e.put("path", h.path());
+      e.put("application", h.application());
+      e.put("user", h.user());
+      e.put("rolledBack", h.rolledBack());
+      e.put("message", h.message().orElse(null));
+    }
+    return new Outcome(OK, text.toString(), json);
+  }
+
+  private io.stateshift.doctor.DoctorReport diagnose(SparkSession spark, Invocation args) {
+    io.stateshift.doctor.Doctor doctor = StateShift.get(spark).doctor(args.value("checkpoint"))
+        .history(args.value("history"));
     if (args.has("cores")) {
       doctor.cores(args.intValue("cores", -1));
     }
     return doctor.run();
   }
 
-  private int doctor(SparkSession spark, Arguments args) {
+  private Outcome doctor(SparkSession spark, Invocation args) {
     io.stateshift.doctor.DoctorReport report = diagnose(spark, args);
-    out.print(args.flag("json") ? report.toJson() + "\n" : report.toString());
-    return report.exitCode() == 0 ? OK : FAILURE;
+    int code = report.exitCode() == 0 ? OK : FAILURE;
+    ObjectNode json = CliJson.merge(CliJson.envelope(args.name(), code), report.toJson());
+    if (code != OK) {
+      CliJson.withError(json, "ERROR_FINDINGS", "a finding is an ERROR");
+    }
+    return new Outcome(code, report.toString(), json);
   }
 
-  private int report(SparkSession spark, Arguments args) {
-    String target = args.required("out");
+  private Outcome report(SparkSession spark, Invocation args) {
     io.stateshift.doctor.DoctorReport report = diagnose(spark, args);
     io.stateshift.monitor.ProgressHistory history = args.has("history")
-        ? io.stateshift.monitor.ProgressHistory.read(args.required("history"),
+        ? io.stateshift.monitor.ProgressHistory.read(args.value("history"),
             spark.sparkContext().hadoopConfiguration()).ofQuery(report.queryId())
         : null;
-    java.nio.file.Path file = java.nio.file.Path.of(target).toAbsolutePath();
+    java.nio.file.Path file = java.nio.file.Path.of(args.value("out")).toAbsolutePath();
     io.stateshift.report.HtmlReport.write(report, history, file);
-    out.printf("Wrote %s: %d batches of history, %d finding(s), worst %s.%n", file,
-        history == null ? 0 : history.batches().size(), report.findings().size(), report.worst());
-    return OK;
+    int batches = history == null ? 0 : history.batches().size();
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("out", file.toString());
+    json.put("historyBatches", batches);
+    json.put("findings", report.findings().size());
+    json.put("worst", report.worst().name());
+    return new Outcome(OK, String.format("Wrote %s: %d batches of history, %d finding(s), worst "
+        + "%s.%n", file, batches, report.findings().size(), report.worst()), json);
   }
 
-  private int withSpark(Arguments args, Function<SparkSession, Integer> body) {
-    SparkConf conf = new SparkConf().setAppName("stateshift " + args.command())
+  private Outcome demo(Invocation args) {
+    // The folder is chosen (and a non-empty --dir refused) before Spark starts.
+    java.nio.file.Path folder = DeviceCountsDemo.workingFolder(args.value("dir"));
+    int events = args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS);
+    // With --json the running commentary goes to stderr and stdout holds the document alone.
+    PrintStream commentary = args.flag("json") ? err : out;
+    DeviceCountsDemo.Result result =
+        withSpark(args, spark -> DeviceCountsDemo.run(spark, events, folder, commentary));
+    int code = result.passed() ? OK : FAILURE;
+    ObjectNode json = CliJson.envelope(args.name(), code);
+    json.put("folder", result.folder().toString());
+    json.put("checkpoint", result.checkpoint().toString());
+    json.put("passed", result.passed());
+    json.put("repartitionMs", result.repartitionMs());
+    if (!result.passed()) {
+      CliJson.withError(json, "VERIFICATION_FAILED", "the repartitioned query's output differs "
+          + "from the batch computation");
+    }
+    return new Outcome(code, "", json);
+  }
+
+  private Outcome classpath(Invocation args) {
+    String own;
+    try {
+      own = java.nio.file.Path.of(StateShiftCli.class.getProtectionDomain().getCodeSource()
+          .getLocation().toURI()).toString();
+    } catch (java.net.URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+    String text = args.flag("full") ? System.getProperty("java.class.path") : own;
+    return new Outcome(OK, text + "\n", null);
+  }
+
+  private <T> T withSpark(Invocation args, Function<SparkSession, T> body) {
+    SparkConf conf = new SparkConf().setAppName("stateshift " + args.name())
         .set("spark.ui.enabled", "false")
         .set("spark.sql.session.timeZone", "UTC");
-    if (args.command().equals("demo")) {
+    if (args.name().equals("demo")) {
       conf.set("spark.sql.extensions",
               "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
           .set("spark.sql.catalog.spark_catalog",
@@ -209,9 +361,9 @@ public final class StateShiftCli {
           .set("spark.sql.shuffle.partitions", "4");
     }
     if (System.getProperty("spark.master") == null) {
-      conf.setMaster(args.value("master", "local[2]"));
+      conf.setMaster(args.has("master") ? args.value("master") : "local[2]");
     }
-    for (String setting : args.values("conf")) {
+    for (String setting : args.all("conf")) {
       int eq = setting.indexOf('=');
       if (eq <= 0) {
         throw new IllegalArgumentException("--conf takes key=value, got '" + setting + "'");
@@ -240,78 +392,4 @@ public final class StateShiftCli {
     }
   }
 
-  /** Parsed arguments: a command, --key value options (repeatable) and --flags. */
-  record Arguments(String command, java.util.Map<String, List<String>> options) {
-    private static final java.util.Set<String> FLAGS = java.util.Set.of("assume-stopped", "dry-run", "json",
-        "help", "full");
-
-    static Arguments parse(String[] argv) {
-      String command = null;
-      java.util.Map<String, List<String>> options = new java.util.LinkedHashMap<>();
-      for (int i = 0; i < argv.length; i++) {
-        String a = argv[i];
-        if (a.equals("-h")) {
-          a = "--help";
-        }
-        if (a.startsWith("--")) {
-          String key = a.substring(2);
-          String value;
-          int eq = key.indexOf('=');
-          if (eq > 0) {
-            value = key.substring(eq + 1);
-            key = key.substring(0, eq);
-          } else if (FLAGS.contains(key)) {
-            value = "true";
-          } else if (i + 1 < argv.length) {
-            value = argv[++i];
-          } else {
-            throw new IllegalArgumentException("--" + key + " needs a value");
-          }
-          options.computeIfAbsent(key, k -> new java.util.ArrayList<>()).add(value);
-        } else if (command == null) {
-          command = a;
-        } else {
-          throw new IllegalArgumentException("unexpected argument '" + a + "'");
-        }
-      }
-      return new Arguments(command, options);
-    }
-
-    boolean has(String key) {
-      return options.containsKey(key);
-    }
-
-    boolean flag(String key) {
-      return has(key);
-    }
-
-    List<String> values(String key) {
-      return options.getOrDefault(key, List.of());
-    }
-
-    String value(String key, String fallback) {
-      List<String> v = values(key);
-      return v.isEmpty() ? fallback : v.get(v.size() - 1);
-    }
-
-    String required(String key) {
-      String v = value(key, null);
-      if (v == null || v.isBlank()) {
-        throw new IllegalArgumentException("--" + key + " is required");
-      }
-      return v;
-    }
-
-    int intValue(String key, int fallback) {
-      String v = value(key, null);
-      if (v == null) {
-        return fallback;
-      }
-      try {
-        return Integer.parseInt(v.trim());
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("--" + key + " takes a whole number, got '" + v + "'");
-      }
-    }
-  }
 }

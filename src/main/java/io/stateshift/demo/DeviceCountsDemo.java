@@ -11,7 +11,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
@@ -51,14 +50,59 @@ public final class DeviceCountsDemo {
 
   private DeviceCountsDemo() {}
 
-  /** Runs the demo in a fresh folder; returns 0 when the verification passed, 1 otherwise. */
+  /**
+   * What a run left behind.
+   *
+   * @param folder the run's working folder (events, checkpoint, results)
+   * @param checkpoint the repartitioned query's checkpoint, kept for inspect, history and doctor
+   * @param passed whether the output matched the batch computation
+   * @param repartitionMs the on-demand repartition's time, or -1 when none was reported
+   */
+  public record Result(Path folder, Path checkpoint, boolean passed, long repartitionMs) {}
+
+  /** Why a count is too few, for the command line's message. */
+  public static String tooFewEvents(int events) {
+    return String.format("%,d is too few: the demo needs at least %,d for 5-minute windows to "
+        + "close behind its 10-minute watermark", events, MIN_EVENTS);
+  }
+
+  /**
+   * The run's working folder: {@code dir} (created if absent; refused unless empty, as the demo
+   * deletes nothing), or, when null, a new temporary folder, so runs side by side never share one.
+   */
+  public static Path workingFolder(String dir) {
+    try {
+      if (dir == null) {
+        return Files.createTempDirectory("stateshift-demo-");
+      }
+      Path path = Path.of(dir).toAbsolutePath();
+      if (Files.isDirectory(path)) {
+        try (Stream<Path> entries = Files.list(path)) {
+          if (entries.findAny().isPresent()) {
+            throw new IllegalArgumentException("--dir " + dir + " is not empty; the demo deletes "
+                + "nothing, so pass a new or empty folder");
+          }
+        }
+      }
+      return Files.createDirectories(path);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Runs the demo in a new temporary folder; returns 0 when the verification passed, 1 if not. */
   public static int run(SparkSession spark, int events, PrintStream out) {
     if (events < MIN_EVENTS) {
-      throw new IllegalArgumentException(String.format("--events %,d is too few: the demo needs "
-          + "at least %,d for 5-minute windows to close behind its 10-minute watermark",
-          events, MIN_EVENTS));
+      throw new IllegalArgumentException("--events " + tooFewEvents(events));
     }
-    Path base = freshFolder();
+    return run(spark, events, workingFolder(null), out).passed() ? 0 : 1;
+  }
+
+  /** Runs the demo in {@code base}, which it leaves (checkpoint included) for a look. */
+  public static Result run(SparkSession spark, int events, Path base, PrintStream out) {
+    if (events < MIN_EVENTS) {
+      throw new IllegalArgumentException("--events " + tooFewEvents(events));
+    }
     String source = base.resolve("device-events").toString();
     String checkpoint = base.resolve("checkpoints/device-counts").toString();
     String target = base.resolve("device-count-results").toString();
@@ -91,7 +135,7 @@ public final class DeviceCountsDemo {
     if (repartitionMs == null) {
       out.printf("  VERIFICATION FAILED: the first progress reports no %s%n",
           StateShiftExtensions.PROGRESS_KEY);
-      return 1;
+      return new Result(base, Path.of(checkpoint), false, -1);
     }
     out.printf("  State repartition completed in %d ms%n", repartitionMs);
     StateShiftExtensions.lastRepartition(second.get(0).id()).ifPresent(result -> out.printf(
@@ -120,7 +164,9 @@ public final class DeviceCountsDemo {
     out.printf("  %s%n", passed
         ? "verification passed: the repartitioned query wrote exactly the batch result"
         : "VERIFICATION FAILED");
-    return passed ? 0 : 1;
+    out.printf("  checkpoint left at %s%n", checkpoint);
+    out.printf("  see it with: stateshift history --checkpoint %s%n", checkpoint);
+    return new Result(base, Path.of(checkpoint), passed, repartitionMs);
   }
 
   private static List<StreamingQueryProgress> runQuery(SparkSession spark, String source,
@@ -179,21 +225,5 @@ public final class DeviceCountsDemo {
   private static long stateRows(List<StreamingQueryProgress> progress) {
     return progress.isEmpty() ? 0
         : progress.get(progress.size() - 1).stateOperators()[0].numRowsTotal();
-  }
-
-  private static Path freshFolder() {
-    Path base = Path.of(System.getProperty("stateshift.demo.dir",
-        System.getProperty("java.io.tmpdir") + "/stateshift-demo"));
-    try {
-      if (Files.exists(base)) {
-        try (Stream<Path> walk = Files.walk(base)) {
-          walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
-      }
-      Files.createDirectories(base);
-      return base;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
   }
 }

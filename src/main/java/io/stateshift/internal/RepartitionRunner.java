@@ -67,6 +67,11 @@ public final class RepartitionRunner {
     return this;
   }
 
+  /** The write path the staging job took, for the history record. */
+  private String writePath;
+  /** The attempt under way, once its journal is written, for a failure's history record. */
+  private RepartitionJournal attempt;
+
   /**
    * Skips the guess that a query without StateShiftExtensions may still be running (its logs were
    * written recently); for a user who knows the query is stopped. A held query lease still refuses.
@@ -149,7 +154,18 @@ public final class RepartitionRunner {
       try {
         return writeNewLayout(checkpoint, layout, plan, phases, started);
       } catch (RuntimeException e) {
-        throw interrupted(e);
+        StateShiftException failure = interrupted(e);
+        if (!failure.reason().isBadInput()) {
+          // Refusals (a damaged state file found while reading) leave the checkpoint untouched,
+          // their history included; a failure is worth a record.
+          RepartitionJournal j = attempt;
+          HistoryLog.failed(files, io.stateshift.HistoryEntry.Kind.REPARTITION,
+              j != null ? j.attemptId() : java.util.UUID.randomUUID().toString(),
+              layout.partitions(), target, layout.lastCommitted() + 1,
+              j != null ? j.startedAtMs() : started, writePath, HistoryLog.Actor.of(spark),
+              failure);
+        }
+        throw failure;
       }
     }
   }
@@ -163,6 +179,7 @@ public final class RepartitionRunner {
         layout.lastCommitted(), backupTo,
         sinkLogs(layout.lastCommitted()).stream().map(FileSinkLog::location).toList());
     journal.save(files);
+    attempt = journal;
     FailPoints.reached("journal-staging");
     StateRedistributionJob.Outcome outcome;
     String newCommit;
@@ -191,7 +208,10 @@ public final class RepartitionRunner {
     journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
     journal.save(files);
     FailPoints.reached("journal-finalizing");
-    finalizeLayout(Checkpoint.load(files), journal);
+    finalizeLayout(Checkpoint.load(files), journal, new HistoryLog.Details(started,
+        moves.stream().mapToLong(RepartitionResult.StoreMove::rowsWritten).sum(),
+        moves.stream().mapToLong(RepartitionResult.StoreMove::bytesWritten).sum(), writePath,
+        HistoryLog.Actor.of(spark)));
     phases.put("finalize", System.currentTimeMillis() - phaseStart);
     return new RepartitionResult(plan, moves, phases, journal.newBatch(),
         System.currentTimeMillis() - started);
@@ -318,7 +338,8 @@ public final class RepartitionRunner {
     }
     spark.sparkContext().setJobGroup(group,
         "stateshift: repartition " + files.root() + " to " + target + " partitions", false);
-    progress.accept("moving state: " + job.writeStrategy(spark));
+    writePath = job.writeStrategy(spark);
+    progress.accept("moving state: " + writePath);
     try (JobProgress ignored = new JobProgress(spark, group, progress)) {
       return job.run(spark);
     } finally {
@@ -481,7 +502,9 @@ public final class RepartitionRunner {
 
   // ---- phase FINALIZING (idempotent) ----
 
-  private void finalizeLayout(Checkpoint checkpoint, RepartitionJournal journal) {
+  /** {@code details}: what this run knows of the attempt; null when it finishes another's. */
+  private void finalizeLayout(Checkpoint checkpoint, RepartitionJournal journal,
+      HistoryLog.Details details) {
     for (StatefulOperator op : checkpoint.operators()) {
       Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
       String before = journal.replacedMetadata().get(Long.toString(op.id()));
@@ -505,6 +528,7 @@ public final class RepartitionRunner {
     deleteIfEmpty(RepartitionJournal.attemptDir(files, journal.attemptId()));
     deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
     RepartitionHistory.record(files, journal);
+    HistoryLog.completed(files, journal, details, HistoryLog.Actor.of(spark));
     FailPoints.reached("history");
     RepartitionJournal.delete(files);
   }
@@ -524,17 +548,17 @@ public final class RepartitionRunner {
         switchLayout(Checkpoint.load(files), journal);
         RepartitionJournal next = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
         next.save(files);
-        finalizeLayout(Checkpoint.load(files), next);
+        finalizeLayout(Checkpoint.load(files), next, null);
         return journal.attemptId() + " finished";
       }
       case ROLLING_BACK -> {
         progress.accept("Finishing the interrupted rollback of attempt " + journal.attemptId() + ".");
-        new Rollback(spark, files, progress).finish(journal);
+        new Rollback(spark, files, progress, HistoryLog.Actor.of(spark), -1).finish(journal);
         return journal.attemptId() + " rolled back";
       }
       default -> {
         progress.accept("Finishing interrupted attempt " + journal.attemptId() + ".");
-        finalizeLayout(Checkpoint.load(files), journal);
+        finalizeLayout(Checkpoint.load(files), journal, null);
         return journal.attemptId() + " finished";
       }
     }

@@ -17,17 +17,23 @@ public final class Rollback {
   private final org.apache.spark.sql.SparkSession spark;
   private final CheckpointFiles files;
   private final Consumer<String> progress;
+  private final HistoryLog.Actor actor;
+  /** When this rollback started; -1 when it finishes an interrupted one. */
+  private final long startedAtMs;
 
   Rollback(org.apache.spark.sql.SparkSession spark, CheckpointFiles files,
-      Consumer<String> progress) {
+      Consumer<String> progress, HistoryLog.Actor actor, long startedAtMs) {
     this.spark = spark;
     this.files = files;
     this.progress = progress;
+    this.actor = actor;
+    this.startedAtMs = startedAtMs;
   }
 
   /** Rolls back the newest repartition of the checkpoint; returns what it undid. */
   public static RepartitionJournal run(org.apache.spark.sql.SparkSession spark,
       CheckpointFiles files, boolean assumeStopped, Consumer<String> progress) {
+    long started = System.currentTimeMillis();
     Checkpoint checkpoint = Checkpoint.load(files);
     if (RepartitionJournal.read(files).isPresent()) {
       throw new StateShiftException(Reason.INTERRUPTED_REPARTITION,
@@ -55,8 +61,20 @@ public final class Rollback {
       RunningQueryCheck.refuseIfRunning(spark, files, null, assumeStopped,
           "roll back its repartition");
       RepartitionJournal journal = last.withPhase(RepartitionJournal.Phase.ROLLING_BACK);
-      journal.save(files);
-      new Rollback(spark, files, progress).finish(journal);
+      HistoryLog.Actor actor = HistoryLog.Actor.of(spark);
+      try {
+        journal.save(files);
+        new Rollback(spark, files, progress, actor, started).finish(journal);
+      } catch (RuntimeException e) {
+        StateShiftException failure = e instanceof StateShiftException sse ? sse
+            : new StateShiftException(Reason.FAILED, String.valueOf(e.getMessage()), e);
+        if (!failure.reason().isBadInput()) {
+          HistoryLog.failed(files, io.stateshift.HistoryEntry.Kind.ROLLBACK, last.attemptId(),
+              last.toPartitions(), last.fromPartitions(), last.newBatch(), started, "", actor,
+              failure);
+        }
+        throw e;
+      }
       return last;
     }
   }
@@ -96,6 +114,7 @@ public final class Rollback {
     }
     files.deleteQuietly(files.path("offsets/" + journal.newBatch()));
     RepartitionHistory.markRolledBack(files, journal);
+    HistoryLog.rolledBack(files, journal, startedAtMs, actor, startedAtMs < 0);
     RepartitionJournal.delete(files);
   }
 }

@@ -1,0 +1,394 @@
+package io.stateshift.cli;
+
+import io.stateshift.demo.DeviceCountsDemo;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The commands, their options, and a strict parser: an option a command does not declare, a flag
+ * given a value, a missing or malformed value are each refused with a message naming the fix,
+ * before any Spark starts.
+ */
+final class CommandLine {
+  private CommandLine() {}
+
+  /** A command line that cannot run; {@code command} is the command it was for, if known. */
+  static final class UsageError extends RuntimeException {
+    private final String command;
+
+    UsageError(String command, String message) {
+      super(message);
+      this.command = command;
+    }
+
+    String command() {
+      return command;
+    }
+
+    /** Where the user finds the options that do exist. */
+    String hint() {
+      return command != null ? "see: stateshift help " + command : "see: stateshift --help";
+    }
+  }
+
+  /** What the command line asks for. */
+  sealed interface Request permits GlobalHelp, Version, CommandHelp, Invocation {}
+
+  record GlobalHelp() implements Request {}
+
+  record Version(boolean json) implements Request {}
+
+  record CommandHelp(CliCommand command) implements Request {}
+
+  /** A command with checked options: each declared option's values, in order. */
+  record Invocation(CliCommand command, Map<String, List<String>> values) implements Request {
+    String name() {
+      return command.name();
+    }
+
+    boolean flag(String option) {
+      return values.containsKey(option);
+    }
+
+    boolean has(String option) {
+      return values.containsKey(option);
+    }
+
+    String value(String option) {
+      List<String> v = values.get(option);
+      return v == null ? null : v.get(v.size() - 1);
+    }
+
+    List<String> all(String option) {
+      return values.getOrDefault(option, List.of());
+    }
+
+    int intValue(String option, int fallback) {
+      String v = value(option);
+      return v == null ? fallback : Integer.parseInt(v.trim());
+    }
+  }
+
+  // ---- the commands ----
+
+  private static final CliOption CHECKPOINT = CliOption.value("checkpoint", "<path>", null,
+      "the query's checkpointLocation (a Hadoop path: file:, hdfs:, s3a:, ...)").mandatory()
+      .checkedBy(CliOption::notBlank);
+  private static final CliOption JSON = CliOption.flag("json",
+      "print the result as JSON (schema " + CliJson.SCHEMA + "), errors included");
+  private static final CliOption ASSUME_STOPPED = CliOption.flag("assume-stopped",
+      "the query is known to be stopped: skip the refusal of logs written in the last 2 minutes "
+          + "(a running query holding StateShiftExtensions' lease still refuses)");
+  private static final CliOption CORES = CliOption.value("cores", "<n>",
+      "the Spark master's cores", "cores the query runs on, for the partition advice")
+      .checkedBy(CliOption.atLeast(1));
+  private static final CliOption PROGRESS_HISTORY = CliOption.value("history", "<path>", "none",
+      "a folder of StreamMonitor progress history (JSON lines)").checkedBy(CliOption::notBlank);
+  private static final CliOption MASTER = CliOption.value("master", "<url>",
+      "local[2], or the spark.master system property", "Spark master")
+      .checkedBy(CliOption::notBlank);
+  private static final CliOption CONF = CliOption.value("conf", "<key=value>", null,
+      "a Spark setting, for example S3 credentials").many()
+      .checkedBy(v -> v.indexOf('=') > 0 ? null : "takes key=value, got '" + v + "'");
+
+  private static List<CliOption> withSpark(CliOption... own) {
+    List<CliOption> out = new ArrayList<>(List.of(own));
+    out.add(MASTER);
+    out.add(CONF);
+    return List.copyOf(out);
+  }
+
+  static final List<CliCommand> COMMANDS = List.of(
+      new CliCommand("repartition", "Redistribute the state of a stopped query into n partitions.",
+          """
+          Redistributes the state of the stopped query at --checkpoint into n partitions,
+          crash-safely: running it again after a crash finishes or undoes the interrupted attempt.
+          Progress goes to stderr. A checkpoint that already has n partitions is left as it is
+          (exit 0, "Nothing to do"), so scripts can run it unconditionally.
+          """,
+          withSpark(CHECKPOINT,
+              CliOption.value("partitions", "<n>", null, "the partition count to end with")
+                  .mandatory().checkedBy(CliOption.atLeast(1)),
+              CliOption.flag("dry-run", "print the plan and write nothing"),
+              CliOption.value("backup-to", "<path>", "_stateshift/ in the checkpoint",
+                  "where a decrease keeps the partition folders it drops")
+                  .checkedBy(CliOption::notBlank),
+              ASSUME_STOPPED, JSON),
+          "stateshift repartition --checkpoint s3a://bucket/checkpoints/orders --partitions 16"),
+      new CliCommand("rollback", "Restore the layout before the last repartition.",
+          """
+          Restores the layout before the checkpoint's last repartition, byte for byte, as long as
+          no batch has run on the new layout (it says what to run instead when one has).
+          """,
+          withSpark(CHECKPOINT, ASSUME_STOPPED, JSON),
+          "stateshift rollback --checkpoint /data/checkpoints/orders"),
+      new CliCommand("verify", "Check key placement, row counts and state files.",
+          """
+          Checks that every key is in the partition Spark assigns it, that each store holds as
+          many rows as before the last repartition, and that the state files the logs need exist.
+          Exit code 1 on any problem. Read-only.
+          """,
+          withSpark(CHECKPOINT, JSON),
+          "stateshift verify --checkpoint /data/checkpoints/orders"),
+      new CliCommand("inspect", "Show batches, operators, stores, rows and bytes per partition.",
+          """
+          Shows the query id, last planned and committed batch, state store provider, each
+          stateful operator and store with rows and bytes per partition, skew, and keys outside
+          their partition. Read-only.
+          """,
+          withSpark(CHECKPOINT, JSON),
+          "stateshift inspect --checkpoint /data/checkpoints/orders --json"),
+      new CliCommand("history", "List the repartitions and rollbacks done on a checkpoint.",
+          """
+          Lists every repartition and rollback stateshift recorded for the checkpoint (under
+          _stateshift/history), oldest first: time, partitions from -> to, rows and bytes moved,
+          duration, write path, application and user, outcome. Failures after the checkpoint was
+          locked are listed too; refusals are not (they leave the checkpoint as it was). Read-only.
+          """,
+          withSpark(CHECKPOINT, JSON),
+          "stateshift history --checkpoint /data/checkpoints/orders"),
+      new CliCommand("doctor", "Check a checkpoint against the production checklist.",
+          """
+          Checks state store, state growth, partitions, source rate and checkpoint hygiene.
+          Read-only; exit code 1 when a finding is an ERROR.
+          """,
+          withSpark(CHECKPOINT, CORES, PROGRESS_HISTORY, JSON),
+          "stateshift doctor --checkpoint /data/checkpoints/orders --cores 16"),
+      new CliCommand("report", "Write an HTML page with charts and the doctor's findings.",
+          """
+          Writes a self-contained HTML page with charts of the state per partition, its growth,
+          the source rate, and the doctor's findings.
+          """,
+          withSpark(CHECKPOINT, PROGRESS_HISTORY, CORES,
+              CliOption.value("out", "<file.html>", null, "the page to write").mandatory()
+                  .checkedBy(CliOption::notBlank),
+              JSON),
+          "stateshift report --checkpoint /data/checkpoints/orders --out orders.html"),
+      new CliCommand("demo", "Run the device-count demo end to end on an embedded Spark.",
+          """
+          Counts device events per 5-minute window on RocksDB with 4 state partitions, stops,
+          restarts on 8 with StateShiftExtensions, and checks the output against a batch
+          computation. Works in a folder of its own and leaves it (the checkpoint included) for
+          inspect, history and doctor; it deletes nothing.
+          """,
+          withSpark(
+              CliOption.value("events", "<n>", Integer.toString(DeviceCountsDemo.DEFAULT_EVENTS),
+                  "device events to write").checkedBy(CommandLine::checkEvents),
+              CliOption.value("dir", "<path>", "a new temporary folder per run",
+                  "the working folder, new or empty").checkedBy(CommandLine::checkDemoDir),
+              JSON),
+          "stateshift demo --events 50000 --dir /tmp/my-demo"),
+      new CliCommand("classpath", "Print the library jar (--full: with Spark, for embedding).",
+          """
+          Prints the library jar, for spark-submit --jars; with --full, the jar and everything it
+          runs with (Spark and Delta included), for programs that embed stateshift.
+          """,
+          List.of(CliOption.flag("full", "the whole runtime classpath, Spark included")),
+          "stateshift classpath --full"));
+
+  static Optional<CliCommand> command(String name) {
+    return COMMANDS.stream().filter(c -> c.name().equals(name)).findFirst();
+  }
+
+  static String globalUsage() {
+    StringBuilder out = new StringBuilder("""
+        usage: stateshift <command> [options]
+               stateshift help <command>    a command's options, defaults and an example
+               stateshift --version         the version and the Spark it is built for
+
+        commands:
+        """);
+    int width = COMMANDS.stream().mapToInt(c -> c.name().length()).max().orElse(0);
+    for (CliCommand c : COMMANDS) {
+      out.append(String.format("  %-" + width + "s  %s%n", c.name(), c.summary()));
+    }
+    out.append("""
+
+        Commands that start Spark also take --master <url> and repeatable --conf key=value; every
+        command that prints a result takes --json.
+        Exit codes: 0 success (also "nothing to do"), 2 bad input or refusal (the checkpoint was
+        not changed), 1 failure.
+        """);
+    return out.toString();
+  }
+
+  // ---- parsing ----
+
+  static Request parse(String[] argv) {
+    if (argv.length == 0) {
+      throw new UsageError(null, "no command given");
+    }
+    String first = argv[0];
+    if (isHelp(first) || first.equals("help") && argv.length == 1) {
+      if (argv.length > 1) {
+        throw new UsageError(null, "unexpected argument '" + argv[1] + "' after " + first
+            + "; for a command's help: stateshift help <command>");
+      }
+      return new GlobalHelp();
+    }
+    if (first.equals("--version")) {
+      boolean json = argv.length == 2 && argv[1].equals("--json");
+      if (argv.length > 1 && !json) {
+        throw new UsageError(null, "--version takes no arguments but --json");
+      }
+      return new Version(json);
+    }
+    if (first.equals("help")) {
+      if (argv.length > 2) {
+        throw new UsageError(null, "help takes one command, for example: stateshift help "
+            + "repartition");
+      }
+      return new CommandHelp(knownCommand(argv[1]));
+    }
+    if (first.startsWith("-")) {
+      throw new UsageError(null, "a command comes first, got '" + first + "'; commands are "
+          + commandNames());
+    }
+    CliCommand command = knownCommand(first);
+    for (int i = 1; i < argv.length; i++) {
+      if (isHelp(argv[i])) {
+        return new CommandHelp(command); // help wins over whatever else is on the line
+      }
+    }
+    Map<String, List<String>> values = new LinkedHashMap<>();
+    for (int i = 1; i < argv.length; i++) {
+      String arg = argv[i];
+      if (!arg.startsWith("--")) {
+        throw new UsageError(command.name(), "unexpected argument '" + arg + "'"
+            + (arg.startsWith("-") ? " (options start with --)" : "; options start with --"));
+      }
+      String key = arg.substring(2);
+      String inline = null;
+      int eq = key.indexOf('=');
+      if (eq >= 0) {
+        inline = key.substring(eq + 1);
+        key = key.substring(0, eq);
+      }
+      CliOption option = knownOption(command, key);
+      String value;
+      if (option.isFlag()) {
+        if (inline != null) {
+          throw new UsageError(command.name(), "--" + key + " is a flag and takes no value (got '"
+              + arg + "'): give --" + key + " to turn it on, leave it out to keep it off");
+        }
+        value = "true";
+      } else if (inline != null) {
+        value = inline;
+      } else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) {
+        value = argv[++i];
+      } else {
+        throw new UsageError(command.name(), "--" + key + " needs a value: " + option.synopsis());
+      }
+      if (values.containsKey(key) && !option.repeatable()) {
+        throw new UsageError(command.name(), "--" + key + " is given twice; give it once");
+      }
+      String wrong = option.check().apply(value);
+      if (wrong != null) {
+        throw new UsageError(command.name(), "--" + key + " " + wrong);
+      }
+      values.computeIfAbsent(key, k -> new ArrayList<>()).add(value);
+    }
+    for (CliOption option : command.options()) {
+      if (option.required() && !values.containsKey(option.name())) {
+        throw new UsageError(command.name(), option.synopsis() + " is required");
+      }
+    }
+    return new Invocation(command, values);
+  }
+
+  private static boolean isHelp(String arg) {
+    return arg.equals("--help") || arg.equals("-h");
+  }
+
+  private static CliCommand knownCommand(String name) {
+    return command(name).orElseThrow(() -> new UsageError(null, "unknown command '" + name + "'"
+        + closest(name, COMMANDS.stream().map(CliCommand::name).toList())
+            .map(c -> "; did you mean " + c + "?").orElse("")
+        + " Commands: " + commandNames()));
+  }
+
+  private static CliOption knownOption(CliCommand command, String key) {
+    return command.option(key).orElseThrow(() -> new UsageError(command.name(),
+        "unknown option --" + key + " for " + command.name()
+            + closest(key, command.options().stream().map(CliOption::name).toList())
+                .map(o -> "; did you mean --" + o + "?").orElse("")));
+  }
+
+  private static String commandNames() {
+    return String.join(", ", COMMANDS.stream().map(CliCommand::name).toList());
+  }
+
+  /**
+   * The name closest to {@code given}, when it is close: an edit distance of at most a third of
+   * the name (at least 2) ignoring case and dashes, so {@code --backupTo} and {@code --backup_to}
+   * find {@code backup-to}; or a name {@code given} begins ({@code --part}).
+   */
+  static Optional<String> closest(String given, List<String> names) {
+    String g = normalize(given);
+    Optional<String> best = names.stream()
+        .min(Comparator.comparingInt((String n) -> distance(g, normalize(n))));
+    return best.filter(b -> distance(g, normalize(b)) <= Math.max(2, b.length() / 3)
+        || normalize(b).startsWith(g) && g.length() >= 3);
+  }
+
+  private static String normalize(String s) {
+    return s.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "");
+  }
+
+  /** Levenshtein distance. */
+  static int distance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
+  }
+
+  private static String checkEvents(String value) {
+    String wrong = CliOption.atLeast(1).apply(value);
+    if (wrong != null) {
+      return wrong;
+    }
+    int events = Integer.parseInt(value.trim());
+    return events < DeviceCountsDemo.MIN_EVENTS ? DeviceCountsDemo.tooFewEvents(events) : null;
+  }
+
+  /** The demo writes only into a folder of its own: a new one, or one that is empty. */
+  private static String checkDemoDir(String dir) {
+    if (dir.isBlank()) {
+      return "must not be empty";
+    }
+    Path path = Path.of(dir);
+    if (Files.isRegularFile(path)) {
+      return dir + " is a file; pass a new or empty folder";
+    }
+    if (Files.isDirectory(path)) {
+      try (var entries = Files.list(path)) {
+        if (entries.findAny().isPresent()) {
+          return dir + " is not empty; the demo deletes nothing, so pass a new or empty folder";
+        }
+      } catch (java.io.IOException e) {
+        return dir + " cannot be read (" + e.getMessage() + ")";
+      }
+    }
+    return null;
+  }
+}
