@@ -169,9 +169,19 @@ class FileSinkRepartitionTest {
         .singleElement().satisfies((Finding f) -> assertThat(f.fix())
             .contains("repair-sink-log --checkpoint").contains("--file-sink"));
 
-    SinkLogRepair repair = StateShift.get(spark).repairSinkLog(c.checkpoint(), c.out().toString());
-    assertThat(repair.filled()).containsExactly(repartitionBatch);
-    assertThat(repair.unfillable()).isEmpty();
+    // The command line, as a user runs it after the doctor's advice.
+    java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+    int exit = new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(printed, true),
+        new java.io.PrintStream(new java.io.ByteArrayOutputStream(), true)).run(new String[] {
+            "repair-sink-log", "--checkpoint", c.checkpoint(), "--file-sink", c.out().toString(),
+            "--json"});
+    assertThat(exit).isZero();
+    assertThat(printed.toString()).contains("\"filled\":[" + repartitionBatch + "]")
+        .contains("\"unfillable\":[]");
+    // Repairing again finds nothing to do.
+    SinkLogRepair again = StateShift.get(spark).repairSinkLog(c.checkpoint(), c.out().toString());
+    assertThat(again.filled()).isEmpty();
+    assertThat(again.unfillable()).isEmpty();
     assertThat(StateShift.get(spark).verify(c.checkpoint()).problems()).isEmpty();
     c.runRestAndCheck(StateStores.ROCKSDB.withPartitions(4));
   }

@@ -91,6 +91,10 @@ final class CommandLine {
       .checkedBy(CliOption.atLeast(1));
   private static final CliOption PROGRESS_HISTORY = CliOption.value("history", "<path>", "none",
       "a folder of StreamMonitor progress history (JSON lines)").checkedBy(CliOption::notBlank);
+  private static final CliOption FILE_SINK = CliOption.value("file-sink", "<path>",
+      "the sink on record in _stateshift/file-sink, if any",
+      "the output folder of the query's file sink (parquet, json, csv, orc, text)")
+      .checkedBy(CliOption::notBlank);
   private static final CliOption MASTER = CliOption.value("master", "<url>",
       "local[2], or the spark.master system property", "Spark master")
       .checkedBy(CliOption::notBlank);
@@ -120,7 +124,7 @@ final class CommandLine {
               CliOption.value("backup-to", "<path>", "_stateshift/ in the checkpoint",
                   "where a decrease keeps the partition folders it drops")
                   .checkedBy(CliOption::notBlank),
-              ASSUME_STOPPED, JSON),
+              FILE_SINK, ASSUME_STOPPED, JSON),
           "stateshift repartition --checkpoint s3a://bucket/checkpoints/orders --partitions 16"),
       new CliCommand("rollback", "Restore the layout before the last repartition.",
           """
@@ -135,8 +139,18 @@ final class CommandLine {
           many rows as before the last repartition, and that the state files the logs need exist.
           Exit code 1 on any problem. Read-only.
           """,
-          withSpark(CHECKPOINT, JSON),
+          withSpark(CHECKPOINT, FILE_SINK, JSON),
           "stateshift verify --checkpoint /data/checkpoints/orders"),
+      new CliCommand("repair-sink-log", "Give a file sink's log the repartition batches it lacks.",
+          """
+          Writes an empty entry into the file sink's log (<output>/_spark_metadata) for each
+          repartition batch of the checkpoint that the log lacks: a repartition that did not know
+          the sink, or Spark's built-in runner, leaves such a gap, and the sink's next compaction
+          and every read of its output fail on it. Gaps at batches that wrote output are reported,
+          not filled (exit code 1). Changes nothing in the checkpoint.
+          """,
+          withSpark(CHECKPOINT, FILE_SINK.mandatory(), JSON),
+          "stateshift repair-sink-log --checkpoint /data/checkpoints/orders --file-sink /data/out"),
       new CliCommand("inspect", "Show batches, operators, stores, rows and bytes per partition.",
           """
           Shows the query id, last planned and committed batch, state store provider, each
@@ -159,7 +173,7 @@ final class CommandLine {
           Checks state store, state growth, partitions, source rate and checkpoint hygiene.
           Read-only; exit code 1 when a finding is an ERROR.
           """,
-          withSpark(CHECKPOINT, CORES, PROGRESS_HISTORY, JSON),
+          withSpark(CHECKPOINT, CORES, PROGRESS_HISTORY, FILE_SINK, JSON),
           "stateshift doctor --checkpoint /data/checkpoints/orders --cores 16"),
       new CliCommand("report", "Write an HTML page with charts and the doctor's findings.",
           """

@@ -40,7 +40,7 @@ public final class StateShiftCli {
   /** The commands that start their own Spark, where {@link StartupOverlap} helps. */
   private static final java.util.Set<String> SPARK_COMMANDS =
       java.util.Set.of("repartition", "inspect", "verify", "rollback", "doctor", "report",
-          "history");
+          "history", "repair-sink-log");
 
   public static void main(String[] args) {
     // First thing for a command that starts Spark: until the context starts its threads, the
@@ -103,6 +103,7 @@ public final class StateShiftCli {
         case "repartition" -> withSpark(args, spark -> repartition(spark, args));
         case "rollback" -> withSpark(args, spark -> rollback(spark, args));
         case "verify" -> withSpark(args, spark -> verify(spark, args));
+        case "repair-sink-log" -> withSpark(args, spark -> repairSinkLog(spark, args));
         case "inspect" -> withSpark(args, spark -> inspect(spark, args));
         case "history" -> withSpark(args, spark -> history(spark, args));
         case "doctor" -> withSpark(args, spark -> doctor(spark, args));
@@ -145,7 +146,8 @@ public final class StateShiftCli {
     int partitions = args.intValue("partitions", -1);
     var action = StateShift.get(spark).repartitionState(args.value("checkpoint"))
         .toPartitions(partitions).onProgress(message -> err.println("  " + message))
-        .backupTo(args.value("backup-to"));
+        .backupTo(args.value("backup-to"))
+        .fileSink(args.value("file-sink"));
     if (args.flag("assume-stopped")) {
       action.assumeStopped();
     }
@@ -226,7 +228,8 @@ public final class StateShiftCli {
   }
 
   private Outcome verify(SparkSession spark, Invocation args) {
-    VerificationReport report = StateShift.get(spark).verify(args.value("checkpoint"));
+    VerificationReport report = StateShift.get(spark).verify(args.value("checkpoint"),
+        args.has("file-sink") ? List.of(args.value("file-sink")) : List.of());
     int code = report.ok() ? OK : FAILURE;
     ObjectNode json = CliJson.envelope(args.name(), code);
     json.put("checkpoint", report.checkpoint());
@@ -238,6 +241,27 @@ public final class StateShiftCli {
       CliJson.withError(json, "PROBLEMS_FOUND", report.problems().size() + " problem(s)");
     }
     return new Outcome(code, report.toString(), json);
+  }
+
+  private Outcome repairSinkLog(SparkSession spark, Invocation args) {
+    io.stateshift.SinkLogRepair repair = StateShift.get(spark).repairSinkLog(
+        args.value("checkpoint"), args.value("file-sink"));
+    int code = repair.unfillable().isEmpty() ? OK : FAILURE;
+    ObjectNode json = CliJson.envelope(args.name(), code);
+    json.put("sinkLog", repair.sinkLog());
+    ArrayNode filled = json.putArray("filled");
+    repair.filled().forEach(filled::add);
+    ArrayNode unfillable = json.putArray("unfillable");
+    repair.unfillable().forEach(unfillable::add);
+    if (code != OK) {
+      CliJson.withError(json, "UNFILLABLE_GAPS", repair.unfillable().size() + " gap(s) left");
+    }
+    StringBuilder text = new StringBuilder(repair.filled().isEmpty()
+        ? "The file sink log " + repair.sinkLog() + " lacks no repartition batch.\n"
+        : "Wrote empty entries for batches " + repair.filled() + " into " + repair.sinkLog()
+            + ".\n");
+    repair.unfillable().forEach(u -> text.append("not filled: ").append(u).append('\n'));
+    return new Outcome(code, text.toString(), json);
   }
 
   private Outcome inspect(SparkSession spark, Invocation args) {
@@ -279,7 +303,7 @@ public final class StateShiftCli {
 
   private io.stateshift.doctor.DoctorReport diagnose(SparkSession spark, Invocation args) {
     io.stateshift.doctor.Doctor doctor = StateShift.get(spark).doctor(args.value("checkpoint"))
-        .history(args.value("history"));
+        .history(args.value("history")).fileSink(args.value("file-sink"));
     if (args.has("cores")) {
       doctor.cores(args.intValue("cores", -1));
     }
