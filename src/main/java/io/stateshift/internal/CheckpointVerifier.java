@@ -16,7 +16,7 @@ public final class CheckpointVerifier {
 
   public static VerificationReport verify(SparkSession spark, String checkpointLocation) {
     CheckpointFiles files =
-        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
     List<String> problems = new ArrayList<>();
     RepartitionJournal.read(files).ifPresent(j -> problems.add("an interrupted "

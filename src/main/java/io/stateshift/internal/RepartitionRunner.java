@@ -82,7 +82,7 @@ public final class RepartitionRunner {
       Consumer<String> progress, UUID startingQuery) {
     this.startingQuery = startingQuery;
     this.spark = spark;
-    this.files = CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+    this.files = CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     this.target = target;
     this.progress = progress;
   }
