@@ -84,7 +84,7 @@ public final class StateShift {
    */
   public java.util.List<HistoryEntry> history(String checkpointLocation) {
     return io.stateshift.internal.HistoryLog.read(io.stateshift.internal.CheckpointFiles.at(
-        checkpointLocation, spark.sparkContext().hadoopConfiguration()));
+        checkpointLocation, io.stateshift.internal.SessionSettings.hadoopConf(spark)));
   }
 
   /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */

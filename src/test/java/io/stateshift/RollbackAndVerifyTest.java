@@ -110,11 +110,15 @@ class RollbackAndVerifyTest {
               e -> assertThat(e.reason()).isEqualTo(StateShiftException.Reason.CHECKPOINT_IN_USE))
           .hasMessageContaining("another repartition");
     }
-    // A holder that died stops renewing: once its lease has expired, the next caller proceeds.
+    // A holder on another host that died stops renewing: once its lease has expired by the
+    // store's clock (the file was last written 61 s ago), the next caller proceeds. The record
+    // is of an older version (no lease length: 60 s), whose expiry field is not trusted.
     Files.createDirectories(checkpoint.resolve("_stateshift"));
-    Files.writeString(checkpoint.resolve("_stateshift/lock"),
-        "{\"owner\":\"1234@gone\",\"purpose\":\"repartition\",\"expiresAtMs\":"
-            + (System.currentTimeMillis() - 1) + "}");
+    Path lock = checkpoint.resolve("_stateshift/lock");
+    Files.writeString(lock, "{\"owner\":\"1234@gone\",\"purpose\":\"repartition\","
+        + "\"expiresAtMs\":" + (System.currentTimeMillis() + 600_000) + "}");
+    Files.setLastModifiedTime(lock,
+        java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 61_000));
     RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
         .toPartitions(8).execute();
     assertThat(result.toPartitions()).isEqualTo(8);

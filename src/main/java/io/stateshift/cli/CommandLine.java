@@ -102,10 +102,19 @@ final class CommandLine {
       "a Spark setting, for example S3 credentials").many()
       .checkedBy(v -> v.indexOf('=') > 0 ? null : "takes key=value, got '" + v + "'");
 
+  private static final CliOption JARS = CliOption.value("jars", "<a.jar,...>", null,
+      "extra jars (a file system connector such as hadoop-aws), on the driver and shipped to "
+          + "executors").many();
+  private static final CliOption PACKAGES = CliOption.value("packages", "<g:a:v,...>", null,
+      "Maven artifacts with their dependencies, resolved by the ./stateshift launcher into "
+          + "--jars (also: STATESHIFT_CLASSPATH)").many();
+
   private static List<CliOption> withSpark(CliOption... own) {
     List<CliOption> out = new ArrayList<>(List.of(own));
     out.add(MASTER);
     out.add(CONF);
+    out.add(JARS);
+    out.add(PACKAGES);
     return List.copyOf(out);
   }
 

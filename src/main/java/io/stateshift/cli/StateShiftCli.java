@@ -324,7 +324,7 @@ public final class StateShiftCli {
     io.stateshift.doctor.DoctorReport report = diagnose(spark, args);
     io.stateshift.monitor.ProgressHistory history = args.has("history")
         ? io.stateshift.monitor.ProgressHistory.read(args.value("history"),
-            spark.sparkContext().hadoopConfiguration()).ofQuery(report.queryId())
+            io.stateshift.internal.SessionSettings.hadoopConf(spark)).ofQuery(report.queryId())
         : null;
     java.nio.file.Path file = java.nio.file.Path.of(args.value("out")).toAbsolutePath();
     io.stateshift.report.HtmlReport.write(report, history, file);
@@ -394,16 +394,35 @@ public final class StateShiftCli {
       }
       conf.set(setting.substring(0, eq), setting.substring(eq + 1));
     }
+    if (args.has("packages")) {
+      throw new IllegalArgumentException("--packages is resolved by the ./stateshift launcher; "
+          + "run through it, or pass the jars themselves with --jars");
+    }
+    List<java.nio.file.Path> jars = extraJars(args);
     boolean ownSession = SparkSession.getActiveSession().isEmpty()
         && SparkSession.getDefaultSession().isEmpty();
+    shipJars(conf, jars);
+    ClassLoader previous = Thread.currentThread().getContextClassLoader();
+    if (!jars.isEmpty()) {
+      // The driver loads the jars' classes (a Hadoop FileSystem named in fs.<scheme>.impl) the
+      // way spark-submit's client mode does: through the context class loader, which Hadoop's
+      // Configuration and Spark's local executors take as theirs.
+      Thread.currentThread().setContextClassLoader(new java.net.URLClassLoader(
+          jars.stream().map(StateShiftCli::url).toArray(java.net.URL[]::new), previous));
+    }
     if (ownSession) {
       StartupOverlap.begin();
     }
     // The classic builder itself: SparkSession.builder() first picks an implementation (classic
     // or Connect) with Scala's runtime reflection, 0.2-0.45 s of CPU in a fresh JVM, which no
     // command needs otherwise.
-    SparkSession spark = org.apache.spark.sql.classic.SparkSession.builder().config(conf)
-        .getOrCreate();
+    SparkSession spark;
+    try {
+      spark = org.apache.spark.sql.classic.SparkSession.builder().config(conf).getOrCreate();
+    } catch (RuntimeException e) {
+      Thread.currentThread().setContextClassLoader(previous);
+      throw e;
+    }
     if (ownSession) {
       spark.sparkContext().setLogLevel(System.getProperty("stateshift.logLevel", "WARN"));
     }
@@ -413,6 +432,77 @@ public final class StateShiftCli {
       if (ownSession) {
         spark.stop(); // a session an embedding program started stays its own
       }
+      Thread.currentThread().setContextClassLoader(previous);
+    }
+  }
+
+  /** The files of --jars (comma-separated, repeatable); a missing one is bad input. */
+  private static List<java.nio.file.Path> extraJars(Invocation args) {
+    List<java.nio.file.Path> jars = new java.util.ArrayList<>();
+    for (String list : args.all("jars")) {
+      for (String name : list.split(",")) {
+        if (name.isBlank()) {
+          continue;
+        }
+        java.nio.file.Path jar = java.nio.file.Path.of(name.trim()).toAbsolutePath();
+        if (!java.nio.file.Files.isRegularFile(jar)) {
+          throw new IllegalArgumentException("--jars: no such file " + jar + "; name the jar "
+              + "files themselves, separated by commas");
+        }
+        jars.add(jar);
+      }
+    }
+    return jars;
+  }
+
+  /**
+   * Adds the extra jars to spark.jars, so that executors load them too, and with a master that
+   * is not local stateshift's own jar: its tasks' classes must reach the executors.
+   */
+  private void shipJars(SparkConf conf, List<java.nio.file.Path> jars) {
+    java.util.LinkedHashSet<String> ship = new java.util.LinkedHashSet<>();
+    for (String jar : conf.get("spark.jars", "").split(",")) {
+      if (!jar.isBlank()) {
+        ship.add(jar.trim());
+      }
+    }
+    jars.forEach(jar -> ship.add(jar.toUri().toString()));
+    String master = conf.get("spark.master", System.getProperty("spark.master", "local"));
+    if (!master.startsWith("local")) {
+      java.nio.file.Path own = ownJar();
+      if (own != null) {
+        ship.add(own.toUri().toString());
+      } else {
+        err.println("warning: stateshift's classes are not in a jar here, so they cannot be "
+            + "shipped to the executors of " + master + "; run through ./stateshift (which "
+            + "builds target/stateshift.jar) or pass --jars with it.");
+      }
+    }
+    if (!ship.isEmpty()) {
+      conf.set("spark.jars", String.join(",", ship));
+    }
+  }
+
+  /** The jar this class was loaded from, or null (a classes folder, as in a development run). */
+  static java.nio.file.Path ownJar() {
+    try {
+      java.security.CodeSource source = StateShiftCli.class.getProtectionDomain().getCodeSource();
+      if (source == null) {
+        return null;
+      }
+      java.nio.file.Path path = java.nio.file.Path.of(source.getLocation().toURI());
+      return java.nio.file.Files.isRegularFile(path) && path.toString().endsWith(".jar")
+          ? path : null;
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
+  private static java.net.URL url(java.nio.file.Path jar) {
+    try {
+      return jar.toUri().toURL();
+    } catch (java.net.MalformedURLException e) {
+      throw new IllegalArgumentException("--jars: " + jar + " is not a valid file name", e);
     }
   }
 

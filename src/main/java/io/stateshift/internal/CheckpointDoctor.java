@@ -60,7 +60,7 @@ public final class CheckpointDoctor {
   public static DoctorReport diagnose(SparkSession spark, String location, int cores,
       String historyLocation, DoctorSettings settings, List<String> fileSinks) {
     CheckpointFiles files =
-        CheckpointFiles.at(location, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(location, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
     CheckpointDoctor doctor = new CheckpointDoctor(spark, files, checkpoint, cores, settings);
     Optional<ProgressHistory> history = Optional.ofNullable(historyLocation)

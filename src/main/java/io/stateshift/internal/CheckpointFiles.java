@@ -25,6 +25,11 @@ import org.apache.hadoop.fs.Path;
  * logs.
  */
 public final class CheckpointFiles {
+  private static final String CONNECTOR_HINT = "Add the file system's connector jar: "
+      + "--jars <connector.jar,its dependencies> or --packages <group:artifact:version> (for "
+      + "s3a: --packages org.apache.hadoop:hadoop-aws:3.5.0), and name its class with --conf "
+      + "spark.hadoop.fs.<scheme>.impl=<class> if the jar does not register it.";
+
   private final Path root;
   private final FileSystem fs;
   private final Configuration conf;
@@ -48,7 +53,17 @@ public final class CheckpointFiles {
       return new CheckpointFiles(fs.makeQualified(path), fs, ours);
     } catch (IOException | IllegalArgumentException e) {
       throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
-          "Cannot open checkpoint location " + location + ": " + e.getMessage(), e);
+          "Cannot open checkpoint location " + location + ": " + e.getMessage()
+              + (e.getMessage() != null && e.getMessage().contains("No FileSystem for scheme")
+                  ? ". " + CONNECTOR_HINT : ""), e);
+    } catch (RuntimeException e) {
+      // Hadoop reports a file system class named in fs.<scheme>.impl but not loadable this way
+      if (e.getCause() instanceof ClassNotFoundException) {
+        throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
+            "Cannot open checkpoint location " + location + ": " + e.getMessage() + ". "
+                + CONNECTOR_HINT, e);
+      }
+      throw e;
     }
   }
 

@@ -12,7 +12,7 @@ public final class CheckpointInspector {
 
   public static CheckpointReport inspect(SparkSession spark, String checkpointLocation) {
     CheckpointFiles files =
-        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
     Optional<String> interrupted = RepartitionJournal.read(files)
         .map(j -> "attempt " + j.attemptId() + " to " + j.toPartitions() + " partitions stopped in "

@@ -25,7 +25,7 @@ public final class CheckpointVerifier {
   public static VerificationReport verify(SparkSession spark, String checkpointLocation,
       List<String> fileSinks) {
     CheckpointFiles files =
-        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
     List<String> problems = new ArrayList<>();
     for (FileSinkLog log : SinkLogGaps.logs(spark, files, fileSinks)) {

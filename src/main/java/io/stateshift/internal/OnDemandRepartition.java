@@ -65,7 +65,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     String wanted = session.conf().get(STATE_PARTITIONS, null);
     try {
       CheckpointFiles files = CheckpointFiles.at(execution.resolvedCheckpointRoot(),
-          session.sparkContext().hadoopConfiguration());
+          SessionSettings.hadoopConf(session));
       // Held while the query runs, so repartitions in other processes see it (released at the end).
       QueryLease.take(files, event.id(), event.runId(), execution::isActive);
       Optional<String> sinkLog = recordAndRepairFileSink(execution, files);

@@ -1,9 +1,9 @@
 package io.stateshift.internal;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
-import java.lang.management.ManagementFactory;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -21,13 +21,15 @@ import org.apache.hadoop.fs.Path;
  * StateShiftExtensions listener takes it when the query starts, renews it every third of its
  * length while the query is active and deletes it when the query ends. A holder that died stops
  * renewing: the lease then expires after its length (60 s by default,
- * {@code -Dstateshift.queryLeaseMs}), and an expired lease is proof that its query stopped.
+ * {@code -Dstateshift.queryLeaseMs}), judged by the store's timestamps, and an expired lease is
+ * proof that its query stopped. On the holder's own host its death is proven at once (see
+ * {@link ProcessIdentity}).
  */
 public final class QueryLease {
   public static final long DEFAULT_LEASE_MS = 60_000;
   static final String FILE = RepartitionJournal.DIR + "/query-lease";
-  static final String THIS_PROCESS = ManagementFactory.getRuntimeMXBean().getName();
-  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ObjectMapper JSON = new ObjectMapper()
+      .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
   private static final ScheduledExecutorService RENEWER =
       Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "stateshift-query-lease-renewer");
@@ -40,10 +42,27 @@ public final class QueryLease {
   private static final Map<String, Long> STOPPED_HERE = new ConcurrentHashMap<>();
 
   /** The content of the lease file. */
-  public record Holder(String queryId, String runId, String owner, long leaseMs,
-      long expiresAtMs) {
-    long remainingMs() {
-      return expiresAtMs - System.currentTimeMillis();
+  public record Holder(String queryId, String runId, String owner, long leaseMs, long pid,
+      String hostKey, long processStartMs) {
+    boolean inThisProcess() {
+      ProcessIdentity me = ProcessIdentity.current();
+      return pid == me.pid() && me.hostKey().equals(hostKey);
+    }
+  }
+
+  /** A lease file read: its holder and the store's modification time of it. */
+  record Found(Holder holder, long modifiedMs) {
+    /** What is left of the lease by the store's clock. */
+    long remainingMs(CheckpointFiles files) {
+      long leaseMs = holder.leaseMs() > 0 ? holder.leaseMs() : DEFAULT_LEASE_MS;
+      Path path = files.path(FILE);
+      return modifiedMs + leaseMs - LeaseFiles.storeNow(files, path.getParent());
+    }
+
+    /** Its holder cannot be running: its process on this host is gone or was replaced. */
+    boolean holderProvenDead() {
+      return !holder.inThisProcess() && ProcessIdentity.provenDead(holder.pid(),
+          holder.hostKey(), holder.processStartMs());
     }
   }
 
@@ -75,15 +94,15 @@ public final class QueryLease {
     STOPPED_HERE.remove(queryId.toString());
     HELD.put(runId, lease);
     lease.write();
-    Optional<CheckpointLock.Lease> lock = CheckpointLock.liveHolder(files);
+    Optional<CheckpointLock.Held> lock = CheckpointLock.liveHolder(files);
     if (lock.isPresent()) {
       lease.release();
-      CheckpointLock.Lease held = lock.get();
+      CheckpointLock.Lease held = lock.get().lease();
       throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
           "Checkpoint " + files.root() + " is locked by " + held.owner() + " (" + held.purpose()
               + "), so the query cannot start on it now. Start it again when that is done; if "
               + "that process died, its lock expires in "
-              + Math.max(0, held.expiresAtMs() - System.currentTimeMillis()) / 1000 + " s.");
+              + (lock.get().remainingMs() + 999) / 1000 + " s.");
     }
     long period = Math.max(1, lease.leaseMs / 3);
     lease.renewal = RENEWER.scheduleAtFixedRate(lease::renewOrRelease, period, period,
@@ -104,31 +123,39 @@ public final class QueryLease {
    * does an expired lease, nor a lease of this process whose query has ended.
    */
   static Optional<String> refusal(CheckpointFiles files, UUID startingQuery) {
-    Optional<Holder> read = read(files);
+    Optional<Found> read = read(files);
     if (read.isEmpty()) {
       return Optional.empty();
     }
-    Holder holder = read.get();
-    if (holder.remainingMs() <= 0
-        || (startingQuery != null && holder.queryId().equals(startingQuery.toString()))) {
+    Holder holder = read.get().holder();
+    if ((startingQuery != null && holder.queryId().equals(startingQuery.toString()))
+        || read.get().holderProvenDead()) {
       return Optional.empty();
     }
-    if (holder.owner().equals(THIS_PROCESS)) {
+    if (holder.inThisProcess()) {
       QueryLease here = HELD.get(UUID.fromString(holder.runId()));
       if (here == null || !here.active.getAsBoolean()) {
         return Optional.empty(); // ended here; its termination event has not been handled yet
       }
     }
+    long remaining = read.get().remainingMs(files);
+    if (remaining <= 0) {
+      return Optional.empty();
+    }
     return Optional.of("Query " + holder.queryId() + " (run " + holder.runId() + ") is running "
         + "on checkpoint " + files.root() + " in process " + holder.owner() + ": it holds the "
         + "query lease, which it renews while it runs. Stop the query before changing its state. "
         + "If its process has died, the lease expires by itself in "
-        + (holder.remainingMs() + 999) / 1000 + " s; try again then.");
+        + (remaining + 999) / 1000 + " s; try again then.");
   }
 
-  /** True when a lease file is present but expired: its holder died without releasing it. */
+  /**
+   * True when a lease file is present but its holder died without releasing it: the lease
+   * expired, or its process on this host is gone.
+   */
   static boolean expiredLeasePresent(CheckpointFiles files) {
-    return read(files).map(holder -> holder.remainingMs() <= 0).orElse(false);
+    return read(files).map(found -> found.holderProvenDead() || found.remainingMs(files) <= 0)
+        .orElse(false);
   }
 
   /**
@@ -144,24 +171,32 @@ public final class QueryLease {
         lease.queryId.toString().equals(queryId) && !lease.active.getAsBoolean());
   }
 
-  static Optional<Holder> read(CheckpointFiles files) {
-    Path path = files.path(FILE);
-    if (!files.exists(path)) {
-      return Optional.empty();
-    }
+  static Optional<Found> read(CheckpointFiles files) {
     try {
-      return Optional.of(JSON.readValue(files.readText(path), Holder.class));
+      Optional<LeaseFiles.Read> read = LeaseFiles.read(files, files.path(FILE));
+      if (read.isEmpty()) {
+        return Optional.empty();
+      }
+      Holder holder = JSON.readValue(read.get().text(), Holder.class);
+      return holder.queryId() == null || holder.runId() == null ? Optional.empty()
+          : Optional.of(new Found(holder, read.get().modifiedMs()));
     } catch (Exception e) {
       return Optional.empty(); // half written by a holder that died, or already deleted
     }
   }
 
   private void write() {
+    ProcessIdentity me = ProcessIdentity.current();
     try {
-      files.replace(files.path(FILE), JSON.writeValueAsString(new Holder(queryId.toString(),
-          runId.toString(), THIS_PROCESS, leaseMs, System.currentTimeMillis() + leaseMs)));
+      // Replaced in one step where the store can: a reader never finds the lease missing.
+      LeaseFiles.replace(files, files.path(FILE), JSON.writeValueAsString(new Holder(
+          queryId.toString(), runId.toString(), me.owner(), leaseMs, me.pid(), me.hostKey(),
+          me.startMs())), LeaseFiles.modeOf(files));
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("Cannot write " + files.path(FILE) + ": "
+          + e.getMessage(), e);
     }
   }
 
@@ -186,7 +221,8 @@ public final class QueryLease {
     }
     STOPPED_HERE.put(queryId.toString(), System.currentTimeMillis());
     Path path = files.path(FILE);
-    if (read(files).map(holder -> holder.runId().equals(runId.toString())).orElse(false)) {
+    if (read(files).map(found -> found.holder().runId().equals(runId.toString()))
+        .orElse(false)) {
       files.deleteQuietly(path);
     }
     Path dir = path.getParent();

@@ -34,7 +34,7 @@ public final class RepartitionRecords {
   /** Oldest first; an unfinished attempt last. Refuses what every command refuses. */
   public static List<Record> read(SparkSession spark, String checkpointLocation) {
     CheckpointFiles files =
-        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint.load(files); // the same refusal of a missing or non-checkpoint folder
     List<Record> out = new ArrayList<>();
     for (RepartitionHistory.Entry entry : RepartitionHistory.all(files)) {

@@ -101,7 +101,7 @@ public final class RepartitionRunner {
       Consumer<String> progress, UUID startingQuery) {
     this.startingQuery = startingQuery;
     this.spark = spark;
-    this.files = CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+    this.files = CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     this.target = target;
     this.progress = progress;
   }
@@ -127,7 +127,7 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       validate(checkpoint); // refuse bad input before the first write, the lock included
     }
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "repartition to " + target)) {
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "repartition to " + target, lockAnyway(), progress)) {
       refuseIfQueryRunning();
       Optional<String> recovered = Optional.empty();
       if (pending.isPresent()) {
@@ -253,7 +253,8 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       return Optional.empty();
     }
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "recover an interrupted attempt")) {
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "recover an interrupted attempt",
+        lockAnyway(), progress)) {
       refuseIfQueryRunning();
       return Optional.of(recover(pending.get()));
     }
@@ -306,6 +307,15 @@ public final class RepartitionRunner {
   }
 
   /** Runs with the lock held: a query starting from now on sees the lock and is refused. */
+  /**
+   * Whether to proceed on a store that cannot lock exclusively: on the user's --assume-stopped,
+   * and when a query starting with StateShiftExtensions repartitions its own checkpoint (the user
+   * started it; a warning says that the lock is not exclusive there).
+   */
+  private boolean lockAnyway() {
+    return assumeStopped || startingQuery != null;
+  }
+
   private void refuseIfQueryRunning() {
     RunningQueryCheck.refuseIfRunning(spark, files, startingQuery, assumeStopped,
         "repartition its state");

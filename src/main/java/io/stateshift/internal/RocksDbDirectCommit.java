@@ -34,9 +34,9 @@ import org.rocksdb.RocksDBException;
  * loaded empty, which is what this writes too.
  */
 final class RocksDbDirectCommit {
-  /** {@code -Dstateshift.rocksdb.directCommit=false} commits through Spark's provider instead. */
+  /** {@code --conf spark.stateshift.rocksdb.directCommit=false} commits through Spark's provider. */
   static final boolean ENABLED =
-      !"false".equals(System.getProperty("stateshift.rocksdb.directCommit"));
+      SessionSettings.taskFlag("stateshift.rocksdb.directCommit", true);
 
   private RocksDbDirectCommit() {}
 

@@ -31,9 +31,12 @@ import org.rocksdb.RocksDBException;
  * ({@link #open} returns null).
  */
 final class RocksDbSnapshotReader implements AutoCloseable {
-  /** {@code -Dstateshift.rocksdb.readOnlySnapshots=false} loads every version with the provider. */
+  /**
+   * {@code --conf spark.stateshift.rocksdb.readOnlySnapshots=false} loads every version with the
+   * provider.
+   */
   static final boolean ENABLED =
-      !"false".equals(System.getProperty("stateshift.rocksdb.readOnlySnapshots"));
+      SessionSettings.taskFlag("stateshift.rocksdb.readOnlySnapshots", true);
 
   private final org.rocksdb.RocksDB db;
   private final File dir;

@@ -63,9 +63,12 @@ final class RocksDbSstExchange {
   /** Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}. */
   static final String EXCHANGE_CONF = "spark.stateshift.rocksdb.exchange";
 
-  /** Whether a new partition's ingested files are compacted into one (on unless set to false). */
+  /**
+   * Whether a new partition's ingested files are compacted into one (on unless {@code
+   * spark.stateshift.rocksdb.compactAfterIngest} is false).
+   */
   static final boolean COMPACT_AFTER_INGEST =
-      !"false".equals(System.getProperty("stateshift.rocksdb.compactAfterIngest"));
+      SessionSettings.taskFlag("stateshift.rocksdb.compactAfterIngest", true);
 
   private RocksDbSstExchange() {}
 

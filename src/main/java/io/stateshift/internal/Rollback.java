@@ -57,7 +57,8 @@ public final class Rollback {
       throw Checkpoint.corrupt(files, "the logs end at batch " + planned + " but the last "
           + "repartition committed batch " + last.newBatch());
     }
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "rollback")) {
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "rollback", assumeStopped,
+        progress)) {
       RunningQueryCheck.refuseIfRunning(spark, files, null, assumeStopped,
           "roll back its repartition");
       RepartitionJournal journal = last.withPhase(RepartitionJournal.Phase.ROLLING_BACK);

@@ -12,7 +12,7 @@ public final class RollbackAction {
   public static RepartitionPlan run(SparkSession spark, String checkpointLocation,
       boolean assumeStopped) {
     CheckpointFiles files =
-        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     RepartitionJournal undone = Rollback.run(spark, files, assumeStopped, message -> {});
     Checkpoint checkpoint = Checkpoint.load(files);
     return new RepartitionPlan(files.root().toString(), checkpoint.queryId(), "",

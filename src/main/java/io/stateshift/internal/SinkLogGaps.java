@@ -51,7 +51,7 @@ public final class SinkLogGaps {
   public static io.stateshift.SinkLogRepair repair(org.apache.spark.sql.SparkSession spark,
       String checkpointLocation, String fileSinkOutput) {
     CheckpointFiles files =
-        CheckpointFiles.at(checkpointLocation, spark.sparkContext().hadoopConfiguration());
+        CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
     FileSinkLog log = FileSinkLog.at(spark, fileSinkOutput, files.conf());
     List<Long> filled = new ArrayList<>();

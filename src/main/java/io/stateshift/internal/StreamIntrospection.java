@@ -32,9 +32,8 @@ public final class StreamIntrospection {
     return Optional.of(new QueryInfo(interval, execution.resolvedCheckpointRoot()));
   }
 
-  /** The checkpoint files of a query, opened with the application's Hadoop conf. */
+  /** The checkpoint files of a query, opened with the session's Hadoop conf. */
   public static CheckpointFiles checkpointFiles(String checkpointRoot) {
-    return CheckpointFiles.at(checkpointRoot,
-        SparkSession.active().sparkContext().hadoopConfiguration());
+    return CheckpointFiles.at(checkpointRoot, SessionSettings.hadoopConf(SparkSession.active()));
   }
 }

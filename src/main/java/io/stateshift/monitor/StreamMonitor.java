@@ -496,7 +496,7 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       // Object stores cannot append: one small file per event, read back the same way.
       Path file = new Path(dir, base + "-" + (batchId < 0 ? "end" : batchId) + ".jsonl");
       FileSystem fs = file.getFileSystem(
-          org.apache.spark.sql.SparkSession.active().sparkContext().hadoopConfiguration());
+          io.stateshift.internal.SessionSettings.hadoopConf(org.apache.spark.sql.SparkSession.active()));
       try (OutputStream out = fs.create(file, true)) {
         out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
       }

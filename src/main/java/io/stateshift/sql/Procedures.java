@@ -299,7 +299,7 @@ final class Procedures {
       String checkpoint = args.required(0);
       List<RepartitionRecords.Record> records = RepartitionRecords.read(spark, checkpoint);
       String qualified = io.stateshift.internal.CheckpointFiles.at(checkpoint,
-          spark.sparkContext().hadoopConfiguration()).root().toString();
+          io.stateshift.internal.SessionSettings.hadoopConf(spark)).root().toString();
       return records.stream().map(r -> new Object[] {qualified, r.batch(), r.baseBatch(),
           r.fromPartitions(), r.toPartitions(), r.startedAtMs() * 1000L, r.outcome(),
           r.rowsBefore(), r.backupLocation(), r.attemptId()}).toList();
