@@ -283,8 +283,17 @@ public final class RepartitionRunner {
     spark.sparkContext().setJobGroup(group,
         "stateshift: repartition " + files.root() + " to " + target + " partitions", false);
     progress.accept("moving state: " + job.writeStrategy(spark));
-    try (JobProgress ignored = new JobProgress(spark, group, progress)) {
-      return job.run(spark);
+    try (JobProgress tasks = new JobProgress(spark, group, progress)) {
+      try {
+        return job.run(spark);
+      } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+        // the attempt's files are removed next: no task of the job may still be writing them
+        if (!tasks.cancelAndAwaitTasks()) {
+          e.addSuppressed(new IllegalStateException("tasks of the failed job were still "
+              + "running when its files were removed"));
+        }
+        throw e;
+      }
     } finally {
       saved.forEach((key, value) -> spark.sparkContext().setLocalProperty(key, value));
     }
