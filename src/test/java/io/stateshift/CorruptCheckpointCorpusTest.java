@@ -191,6 +191,47 @@ class CorruptCheckpointCorpusTest {
         c -> c.write("state/0/2/" + STATE_VERSION + ".zip", "PK this is not a zip file"),
         "state/0/2/" + STATE_VERSION + ".zip is not a RocksDB checkpoint Spark can read"),
 
+    HDFS_DELTA_GARBAGE(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.overwriteMiddle("state/0/1/" + STATE_VERSION + ".delta", true),
+        "state/0/1/" + STATE_VERSION + ".delta", "is damaged", "Restore the checkpoint from a "
+            + "backup"),
+    HDFS_DELTA_GARBAGE_STALE_CHECKSUM(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.overwriteMiddle("state/0/2/" + STATE_VERSION + ".delta", false),
+        "state/0/2/" + STATE_VERSION + ".delta", "is damaged", "Checksum error"),
+    HDFS_DELTA_TRUNCATED(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.truncateTo("state/0/3/" + STATE_VERSION + ".delta",
+            c.size("state/0/3/" + STATE_VERSION + ".delta") / 2),
+        "state/0/3/" + STATE_VERSION + ".delta", "is damaged", "Restore the checkpoint from a "
+            + "backup"),
+    HDFS_DELTA_WRONG_CODEC(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.recompress("state/0/0/" + STATE_VERSION + ".delta", "zstd"),
+        "state/0/0/" + STATE_VERSION + ".delta", "is damaged", "Restore the checkpoint from a "
+            + "backup"),
+    ROCKSDB_SST_FILE_GARBAGE(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.overwriteMiddle(c.sstReferencedByLastVersion(), true),
+        "/SSTs/", "is damaged", "Restore the checkpoint from a backup"),
+
+    // ---- state schema and operator metadata ----
+    // The schema file claims another type for the key column than the rows hold: every key is
+    // then placed by the hash of the wrong type (caught while the keys are read).
+    SCHEMA_KEY_TYPE_CHANGED_HDFS(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> c.retypeKeyColumn("device", "string", "long"),
+        "Operator 0 store default", "partition", "does not match the stored keys",
+        "state/0/0/_metadata/schema", "Restore"),
+    SCHEMA_KEY_TYPE_CHANGED_ROCKSDB(Source.ROCKSDB, Reason.CORRUPT_CHECKPOINT,
+        c -> c.retypeKeyColumn("device", "string", "long"),
+        "Operator 0 store default", "partition", "does not match the stored keys",
+        "state/0/0/_metadata/schema", "Restore"),
+    // Written with useStrictDistribution=false Spark may place keys by part of the key, but a
+    // one-column key has no smaller part: still checked, still refused.
+    SCHEMA_KEY_TYPE_CHANGED_NOT_STRICT(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
+        c -> {
+          c.replaceText("offsets/" + LAST,
+              "\"spark.sql.streaming.statefulOperator.useStrictDistribution\":\"true\"",
+              "\"spark.sql.streaming.statefulOperator.useStrictDistribution\":\"false\"");
+          c.retypeKeyColumn("device", "string", "long");
+        },
+        "Operator 0 store default", "does not match the stored keys"),
     // ---- state schema and operator metadata ----
     SCHEMA_GARBAGE(Source.HDFS, Reason.CORRUPT_CHECKPOINT,
         c -> c.write("state/0/0/_metadata/schema", "junk, not a state schema"),
@@ -272,7 +313,11 @@ class CorruptCheckpointCorpusTest {
               "6"});
       String stderr = err.toString(StandardCharsets.UTF_8);
       assertThat(code).as("exit code; stderr:%n%s", stderr).isEqualTo(2);
-      assertThat(stderr).as("a clear message, no stack trace")
+      // damage found while the state is read comes after the job's progress lines
+      assertThat(stderr.lines().filter(line -> !line.startsWith("  ")).findFirst().orElse(""))
+          .as("the first line that is not progress; stderr:%n%s", stderr).startsWith("error: ");
+      assertThat(stderr.substring(Math.max(0, stderr.indexOf("error: "))))
+          .as("a clear message, no stack trace")
           .startsWith("error: ")
           .contains(damage.messages)
           .doesNotContain("\tat ")
@@ -296,6 +341,34 @@ class CorruptCheckpointCorpusTest {
     } finally {
       copy.close();
     }
+  }
+
+  /**
+   * The same schema lie on the shuffle path ({@code spark.stateshift.*.exchange=shuffle}, what
+   * the job falls back to where an exchange does not apply): refused while the keys are read.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(value = Source.class, names = {"HDFS", "ROCKSDB"})
+  void schemaLieRefusedOnTheShufflePath(Source source, @TempDir Path tmp) throws Exception {
+    Corpus copy = Corpus.copyOf(source == Source.HDFS ? hdfsCheckpoint : rocksDbCheckpoint, tmp);
+    copy.retypeKeyColumn("device", "string", "long");
+    Map<String, String> before = CheckpointDigest.of(copy.root());
+    SparkSession spark = SparkTestSession.get();
+    String conf = source == Source.HDFS ? "spark.stateshift.hdfs.exchange"
+        : "spark.stateshift.rocksdb.exchange";
+    spark.conf().set(conf, "shuffle");
+    try {
+      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(copy.root().toString())
+          .toPartitions(6).execute())
+          .isInstanceOfSatisfying(StateShiftException.class,
+              e -> assertThat(e.reason()).isEqualTo(Reason.CORRUPT_CHECKPOINT))
+          .hasMessageContaining("does not match the stored keys")
+          .hasMessageContaining("state/0/0/_metadata/schema");
+    } finally {
+      spark.conf().unset(conf);
+    }
+    assertThat(CheckpointDigest.of(copy.root())).as("the checkpoint is byte-for-byte unchanged")
+        .isEqualTo(before);
   }
 
   /** A copy of a source checkpoint and the ways to damage it. */
@@ -368,6 +441,15 @@ class CorruptCheckpointCorpusTest {
       Files.writeString(file(relative), text);
     }
 
+    /** Replaces text in a log file, keeping its modification time (a fresh one looks live). */
+    void replaceText(String relative, String from, String to) throws IOException {
+      String text = read(relative);
+      assertThat(text).contains(from);
+      java.nio.file.attribute.FileTime modified = Files.getLastModifiedTime(file(relative));
+      write(relative, text.replace(from, to));
+      Files.setLastModifiedTime(file(relative), modified);
+    }
+
     void truncateTo(String relative, long bytes) throws IOException {
       byte[] content = Files.readAllBytes(file(relative));
       assertThat(bytes).isBetween(1L, (long) content.length - 1);
@@ -403,6 +485,76 @@ class CorruptCheckpointCorpusTest {
           Files.delete(p);
         }
       }
+    }
+
+    /**
+     * Overwrites 32 bytes in the middle of a file with garbage, its length unchanged; with
+     * {@code dropChecksum} its checksum side file goes too (the damage is then in the content
+     * only, as on HDFS), else the side file stays and no longer matches.
+     */
+    void overwriteMiddle(String relative, boolean dropChecksum) throws IOException {
+      byte[] content = Files.readAllBytes(file(relative));
+      assertThat(content.length).isGreaterThan(64);
+      java.util.Random random = new java.util.Random(7);
+      for (int i = content.length / 2 - 16; i < content.length / 2 + 16; i++) {
+        content[i] = (byte) random.nextInt();
+      }
+      Files.write(file(relative), content);
+      if (dropChecksum) {
+        Files.deleteIfExists(checksumOf(relative));
+      }
+    }
+
+    /** Rewrites an HDFS-backed state file compressed with another codec than the checkpoint's. */
+    void recompress(String relative, String codecName) throws IOException {
+      org.apache.spark.SparkConf conf = SparkTestSession.get().sparkContext().getConf();
+      byte[] plain;
+      try (java.io.InputStream in = org.apache.spark.io.CompressionCodec$.MODULE$
+          .createCodec(conf, "lz4").compressedInputStream(Files.newInputStream(file(relative)))) {
+        plain = in.readAllBytes();
+      }
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      try (java.io.OutputStream zipped = org.apache.spark.io.CompressionCodec$.MODULE$
+          .createCodec(conf, codecName).compressedOutputStream(out)) {
+        zipped.write(plain);
+      }
+      Files.write(file(relative), out.toByteArray());
+      Files.deleteIfExists(checksumOf(relative));
+    }
+
+    /**
+     * Changes the type of one key column in the state schema file of operator 0 (schema format
+     * v2: chunked JSON of the key schema, then of the value schema), leaving the rows as they are.
+     */
+    void retypeKeyColumn(String column, String from, String to) throws IOException {
+      String relative = "state/0/0/_metadata/schema";
+      String version;
+      String[] schemas = new String[2];
+      try (java.io.DataInputStream in =
+          new java.io.DataInputStream(Files.newInputStream(file(relative)))) {
+        version = in.readUTF();
+        assertThat(version).isEqualTo("v2");
+        for (int s = 0; s < 2; s++) {
+          StringBuilder json = new StringBuilder();
+          for (int chunks = in.readInt(); chunks > 0; chunks--) {
+            json.append(in.readUTF());
+          }
+          schemas[s] = json.toString();
+        }
+      }
+      String field = "{\"name\":\"" + column + "\",\"type\":\"";
+      assertThat(schemas[0]).contains(field + from + "\"");
+      schemas[0] = schemas[0].replace(field + from + "\"", field + to + "\"");
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+      try (java.io.DataOutputStream out = new java.io.DataOutputStream(bytes)) {
+        out.writeUTF(version);
+        for (String json : schemas) {
+          out.writeInt(1);
+          out.writeUTF(json);
+        }
+      }
+      Files.write(file(relative), bytes.toByteArray());
+      Files.deleteIfExists(checksumOf(relative));
     }
 
     private Path checksumOf(String relative) {

@@ -58,9 +58,15 @@ final class ColumnFamilyStates {
 
     /**
      * Every entry of every column family, one value per record (a list state yields one record
-     * per element), tagged with the new partition of its grouping key.
+     * per element), tagged with the new partition of its grouping key; with a {@code check},
+     * each key's partition under the old count is checked too.
      */
     Iterator<Entry> entries(StoreSpec spec, int newPartitions) {
+      return entries(spec, newPartitions, null, null);
+    }
+
+    Iterator<Entry> entries(StoreSpec spec, int newPartitions, PlacementCheck check,
+        String source) {
       List<ColumnFamily> families = spec.columnFamilies();
       return new Iterator<>() {
         int family = -1;
@@ -88,7 +94,12 @@ final class ColumnFamilyStates {
             throw new NoSuchElementException();
           }
           UnsafeRowPair pair = rows.next();
-          return new Entry(family, placement.partitionOf(pair.key()), pair.key(), pair.value());
+          int hash = placement.hash(pair.key());
+          if (check != null && check.misplaced(hash)) {
+            check.report(source);
+          }
+          return new Entry(family, StateStores.KeyPlacement.pmod(hash, newPartitions), pair.key(),
+              pair.value());
         }
       };
     }

@@ -46,6 +46,8 @@ final class DeltaChain {
   private final KeyHash keyHash;
   /** Decompressed deltas, newest first. */
   private final byte[][] deltas;
+  /** Their files, in the same order. */
+  private final List<Path> files;
   /** Per record, in newest-first order: its delta in the high 32 bits, its offset in the low. */
   private final long[] records;
   private final int bucketBits;
@@ -58,9 +60,10 @@ final class DeltaChain {
   /** Bit per record: the newest entry of its key. */
   private final long[] newest;
 
-  private DeltaChain(byte[][] deltas, long[] records, int[] hashes, int[] keyLengths,
-      KeyHash keyHash) {
+  private DeltaChain(List<Path> files, byte[][] deltas, long[] records, int[] hashes,
+      int[] keyLengths, KeyHash keyHash) {
     this.keyHash = keyHash;
+    this.files = List.copyOf(files);
     this.deltas = deltas;
     this.records = records;
     int n = records.length;
@@ -125,7 +128,11 @@ final class DeltaChain {
     for (int d = 0; d < deltas.length; d++) {
       Path file = deltasNewestFirst.get(d);
       deltas[d] = decompress(fs, file, codec);
-      offsets[d] = recordOffsets(deltas[d], file);
+      try {
+        offsets[d] = recordOffsets(deltas[d], file);
+      } catch (IOException e) {
+        throw StateFileDamage.classify(file, e);
+      }
       total = Math.addExact(total, offsets[d].length);
     }
     long[] records = new long[total];
@@ -141,7 +148,17 @@ final class DeltaChain {
         hashes[r] = keyHash.hash(delta, offset + 4, keyLengths[r]);
       }
     }
-    return new DeltaChain(deltas, records, hashes, keyLengths, keyHash);
+    return new DeltaChain(deltasNewestFirst, deltas, records, hashes, keyLengths, keyHash);
+  }
+
+  /** The file of a delta array that {@link #forEachLiveNewest} handed over; null if none. */
+  Path fileOf(byte[] data) {
+    for (int d = 0; d < deltas.length; d++) {
+      if (deltas[d] == data) {
+        return files.get(d);
+      }
+    }
+    return null;
   }
 
   /** How many records the deltas hold, older entries of a key included. */
@@ -235,19 +252,24 @@ final class DeltaChain {
     return (int) HdfsFileExchange.BIG_ENDIAN_INT.get(data, offset);
   }
 
-  /** The whole decompressed stream of {@code file}. */
+  /**
+   * The whole decompressed stream of {@code file}. Content that does not decode is reported as
+   * damage to the file ({@link StateFileDamage}), an I/O error of the storage as it was.
+   */
   private static byte[] decompress(FileSystem fs, Path file, CompressionCodec codec)
       throws IOException {
     long compressed = fs.getFileStatus(file).getLen();
     byte[] data = new byte[(int) Math.min(Integer.MAX_VALUE - 8, Math.max(1 << 16,
         compressed * 4))];
     int length = 0;
-    try (InputStream in = codec.compressedInputStream(fs.open(file))) {
+    boolean tooLarge = false;
+    InputStream raw = fs.open(file); // a missing file or a failed open is no damage to it
+    try (raw; InputStream in = codec.compressedInputStream(StateFileDamage.marked(raw))) {
       while (true) {
         if (length == data.length) {
           if (length == Integer.MAX_VALUE - 8) {
-            throw new IOException(file + " holds more than 2 GB once decompressed; load this "
-                + "version with Spark and let it write a snapshot first");
+            tooLarge = true;
+            break;
           }
           data = Arrays.copyOf(data, (int) Math.min(Integer.MAX_VALUE - 8, 2L * length));
         }
@@ -258,7 +280,13 @@ final class DeltaChain {
         length += read;
       }
     } catch (EOFException e) {
-      throw HdfsFileExchange.truncated(file, e);
+      throw StateFileDamage.classify(file, HdfsFileExchange.truncated(file, e));
+    } catch (IOException | RuntimeException e) {
+      throw StateFileDamage.classify(file, e);
+    }
+    if (tooLarge) {
+      throw new IOException(file + " holds more than 2 GB once decompressed; load this "
+          + "version with Spark and let it write a snapshot first");
     }
     return length == data.length ? data : Arrays.copyOf(data, length);
   }

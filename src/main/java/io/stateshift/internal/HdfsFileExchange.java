@@ -62,14 +62,15 @@ final class HdfsFileExchange {
 
   /**
    * Read side: splits version {@code version} of the old partition in {@code partitionDir} into
-   * one staged file per new partition that gets at least one key.
+   * one staged file per new partition that gets at least one key. A state file that cannot be
+   * decoded is refused as damage, naming it.
    *
-   * @param oldPlacement when not null, every key must sit in {@code oldPartition} under it
+   * @param check when not null, every key must sit in {@code oldPartition} under the old count
    */
   static StateRedistributionJob.ReadOutcome split(Path partitionDir, long version, StoreSpec spec,
-      int oldPartition, StateStores.KeyPlacement placement, StateStores.KeyPlacement oldPlacement,
-      Runnable misplacedKey, int firstTarget, int newPartitions, String exchangeDir,
-      String codecName, Configuration hadoopConf, TaskTimer timer) {
+      int oldPartition, StateStores.KeyPlacement placement, PlacementCheck check,
+      int firstTarget, int newPartitions, String exchangeDir, String codecName,
+      String checkpointRoot, Configuration hadoopConf, TaskTimer timer) {
     CompressionCodec codec = codec(codecName);
     Path stagingDir = new Path(exchangeDir);
     String fileStem = spec.slot() + "-" + oldPartition + "-" + UUID.randomUUID();
@@ -77,8 +78,8 @@ final class HdfsFileExchange {
     try {
       FileSystem fs = partitionDir.getFileSystem(hadoopConf);
       FileSystem stagingFs = withoutChecksumFiles(stagingDir.getFileSystem(hadoopConf));
-      splitter = new Splitter(spec, oldPartition, placement, oldPlacement, misplacedKey,
-          firstTarget, newPartitions, stagingFs, stagingDir, codec, fileStem);
+      splitter = new Splitter(spec, placement, check, firstTarget, newPartitions, stagingFs,
+          stagingDir, codec, fileStem);
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
       Path snapshot = !chain.isEmpty()
           && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
@@ -86,13 +87,16 @@ final class HdfsFileExchange {
       timer.lap("list");
       DeltaChain deltas = DeltaChain.read(fs, chain, codec);
       timer.lap("read-deltas");
-      Splitter out = splitter; // effectively final, for the method reference
+      Splitter out = splitter; // effectively final, for the lambda
+      out.deltas = deltas;
       deltas.forEachLiveNewest(out::emit);
       if (snapshot != null) {
         // a snapshot holds each key once and is always the oldest file: stream it
-        try (DataInputStream in = open(fs, snapshot, codec)) {
+        out.source = snapshot;
+        InputStream raw = fs.open(snapshot); // a failed open is no damage to the file
+        try (DataInputStream in = decoding(raw, codec, snapshot)) {
           byte[][] entry = new byte[2][];
-          while (readEntry(in, snapshot, entry)) {
+          while (nextEntry(in, snapshot, entry)) {
             if (entry[1] != null && !deltas.containsKey(entry[0], 0, entry[0].length)) {
               out.emit(entry[0], entry[1]);
             }
@@ -104,6 +108,9 @@ final class HdfsFileExchange {
       timer.lap("stage");
       return new StateRedistributionJob.ReadOutcome(new StateRedistributionJob.PartitionCount(
           spec.slot(), oldPartition, splitter.totalRows, splitter.totalBytes, null), staged);
+    } catch (StateFileDamage.DamagedFile e) {
+      abandon(splitter);
+      throw StateFileDamage.refusal(checkpointRoot, e);
     } catch (IOException e) {
       abandon(splitter);
       throw new UncheckedIOException("Cannot split version " + version + " of " + partitionDir
@@ -340,6 +347,28 @@ final class HdfsFileExchange {
         codec.compressedInputStream(fs.open(file)), BUFFER));
   }
 
+  /** A state file's decoder over its opened stream; one that cannot start is damage. */
+  private static DataInputStream decoding(InputStream raw, CompressionCodec codec, Path file)
+      throws IOException {
+    try {
+      return new DataInputStream(new BufferedInputStream(
+          codec.compressedInputStream(StateFileDamage.marked(raw)), BUFFER));
+    } catch (Exception e) { // a codec may read its header here, and Scala declares no exception
+      raw.close();
+      throw StateFileDamage.classify(file, e);
+    }
+  }
+
+  /** {@link #readEntry} on a state file: what does not decode is damage to it. */
+  private static boolean nextEntry(DataInputStream in, Path file, byte[][] entry)
+      throws IOException {
+    try {
+      return readEntry(in, file, entry);
+    } catch (IOException | RuntimeException e) {
+      throw StateFileDamage.classify(file, e);
+    }
+  }
+
   /**
    * Reads the next record into {@code entry} (key, then value or null for a removal); false at
    * the end marker.
@@ -387,10 +416,11 @@ final class HdfsFileExchange {
 
   /** Sends live entries of one old partition to one staged file per new partition. */
   private static final class Splitter {
-    private final int oldPartition;
     private final StateStores.KeyPlacement placement;
-    private final StateStores.KeyPlacement oldPlacement;
-    private final Runnable misplacedKey;
+    private final PlacementCheck check;
+    /** Where the keys come from, for a misplaced key's error: the deltas, then the snapshot. */
+    DeltaChain deltas;
+    Path source;
     private final int firstTarget;
     private final FileSystem stagingFs;
     private final Path stagingDir;
@@ -404,19 +434,16 @@ final class HdfsFileExchange {
     long totalRows;
     long totalBytes;
 
-    Splitter(StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
-        StateStores.KeyPlacement oldPlacement, Runnable misplacedKey, int firstTarget,
-        int newPartitions, FileSystem stagingFs, Path stagingDir, CompressionCodec codec,
-        String fileStem) {
+    Splitter(StoreSpec spec, StateStores.KeyPlacement placement, PlacementCheck check,
+        int firstTarget, int newPartitions, FileSystem stagingFs, Path stagingDir,
+        CompressionCodec codec, String fileStem) {
       this.firstTarget = firstTarget;
       this.stagingFs = stagingFs;
       this.stagingDir = stagingDir;
       this.codec = codec;
       this.fileStem = fileStem;
-      this.oldPartition = oldPartition;
       this.placement = placement;
-      this.oldPlacement = oldPlacement;
-      this.misplacedKey = misplacedKey;
+      this.check = check;
       this.keyRow = new UnsafeRow(spec.keySchema().length());
       this.writers = new SnapshotWriter[newPartitions];
       this.paths = new Path[newPartitions];
@@ -437,10 +464,12 @@ final class HdfsFileExchange {
     private void emit(byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset,
         int valueLength) throws IOException {
       keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
-      if (oldPlacement != null && oldPlacement.partitionOf(keyRow) != oldPartition) {
-        misplacedKey.run();
+      int hash = placement.hash(keyRow);
+      if (check != null && check.misplaced(hash)) {
+        Path file = source != null ? source : deltas.fileOf(key);
+        check.report(String.valueOf(file));
       }
-      int p = placement.partitionOf(keyRow);
+      int p = StateStores.KeyPlacement.pmod(hash, writers.length);
       if (writers[p] == null) {
         paths[p] = new Path(stagingDir, "to-" + (firstTarget + p) + "-from-" + fileStem);
         writers[p] = new SnapshotWriter(stagingFs, paths[p], codec, !concatenable(codec));

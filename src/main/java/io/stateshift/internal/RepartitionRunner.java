@@ -16,6 +16,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.function.Consumer;
+import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
@@ -25,6 +26,8 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.internal.SQLConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Carries out a repartition with a protocol that never leaves a checkpoint Spark cannot start:
@@ -44,6 +47,7 @@ import org.apache.spark.sql.internal.SQLConf;
  * docs/protocol.md.
  */
 public final class RepartitionRunner {
+  private static final Logger LOG = LoggerFactory.getLogger(RepartitionRunner.class);
   private final SparkSession spark;
   private final CheckpointFiles files;
   private final int target;
@@ -329,16 +333,7 @@ public final class RepartitionRunner {
         journal.stagedDir(files).toString(), layout.storeConf(), files.conf(), layout.stores(),
         layout.partitions(), target, layout.lastCommitted(), layout.rocksDb(), layout.codec(),
         layout.checkpointIds());
-    java.util.Set<Integer> derived = new java.util.HashSet<>();
-    for (StoreSpec spec : layout.stores()) {
-      for (StatefulOperator op : layout.operators()) {
-        if (op.id() == spec.operatorId()
-            && op.metadataVersion() == OperatorWithoutMetadata.DERIVED) {
-          derived.add(spec.slot());
-        }
-      }
-    }
-    job.verifyPlacementOf(derived);
+    job.checkPlacement(placementChecks(layout));
     String group = "stateshift-" + journal.attemptId();
     // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
     java.util.Map<String, String> saved = new java.util.HashMap<>();
@@ -350,12 +345,61 @@ public final class RepartitionRunner {
         "stateshift: repartition " + files.root() + " to " + target + " partitions", false);
     writePath = job.writeStrategy(spark);
     progress.accept("moving state: " + writePath);
-    try (JobProgress ignored = new JobProgress(spark, group, progress)) {
-      return job.run(spark);
+    try (JobProgress tasks = new JobProgress(spark, group, progress)) {
+      try {
+        StateRedistributionJob.Outcome outcome = job.run(spark);
+        outcome.unverifiedPlacement().stream().sorted().forEach(note -> {
+          LOG.warn("Repartitioning {}: {}", files.root(), note);
+          progress.accept(note);
+        });
+        return outcome;
+      } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+        // the attempt's files are removed next: no task of the job may still be writing them
+        if (!tasks.cancelAndAwaitTasks()) {
+          e.addSuppressed(new IllegalStateException("tasks of the failed job were still "
+              + "running when its files were removed"));
+        }
+        throw e;
+      }
     } finally {
       saved.forEach((key, value) -> spark.sparkContext().setLocalProperty(key, value));
     }
   }
+
+  /**
+   * How each store's keys are checked against the partition the recorded schema and the old count
+   * give them, while they are read (the key is hashed anyway to find its new partition). Every
+   * store is checked; a checkpoint written with useStrictDistribution=false may have placed
+   * aggregation, deduplication, session window, flatMapGroupsWithState and transformWithState
+   * state by part of its key, so for those a misplaced key is noted and not refused, unless the
+   * partition key has a single column, which has no part to place by (Spark places a join's
+   * state by its whole key under either setting).
+   */
+  private static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
+    if ("false".equals(System.getProperty(PLACEMENT_CHECK_PROPERTY))) {
+      return Map.of(); // for measuring what the check costs (bench/README.md)
+    }
+    boolean strict = "true".equals(layout.checkpoint().offsets(layout.lastCommitted()).conf()
+        .get(OffsetLogEntry.STRICT_DISTRIBUTION));
+    Map<Integer, PlacementCheck.Mode> modes = new LinkedHashMap<>();
+    for (StoreSpec spec : layout.stores()) {
+      for (StatefulOperator op : layout.operators()) {
+        if (op.id() != spec.operatorId()) {
+          continue;
+        }
+        boolean wholeKey = strict || op.name().equals(StateLayout.JOIN)
+            || (!spec.hasColumnFamilies()
+                && StateStores.KeyPlacement.partitionKeyColumns(spec) == 1);
+        modes.put(spec.slot(), op.metadataVersion() == OperatorWithoutMetadata.DERIVED
+            ? PlacementCheck.Mode.DERIVED
+            : wholeKey ? PlacementCheck.Mode.STRICT : PlacementCheck.Mode.SUBSET_ALLOWED);
+      }
+    }
+    return modes;
+  }
+
+  /** Set to false, the keys' placement is not checked: only to measure the check's cost. */
+  static final String PLACEMENT_CHECK_PROPERTY = "stateshift.placementCheck";
 
   private List<RepartitionResult.StoreMove> summarize(StateLayout layout,
       StateRedistributionJob.Outcome outcome) {
@@ -423,6 +467,18 @@ public final class RepartitionRunner {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof StateShiftException sse) {
         return sse; // a refusal raised inside a task
+      }
+    }
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      // Damage found where the job could not name the file (Spark's own reads of a state file):
+      // the decoders' errors, as a task failure reports them.
+      String message = String.valueOf(t.getMessage());
+      if (t.getClass().getName().startsWith("net.jpountz.lz4.") || t instanceof ChecksumException
+          || message.contains("LZ4Exception") || message.contains("Stream is corrupted")
+          || message.contains("ChecksumException") || message.contains("Corruption: ")) {
+        return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
+            "A state file of checkpoint " + files.root() + " is damaged: " + t.getMessage()
+                + ". The checkpoint was not changed. Restore it from a backup.", e);
       }
     }
     for (Throwable t = e; t != null; t = t.getCause()) {

@@ -83,32 +83,45 @@ final class RocksDbSstExchange {
    * Read side: walks {@code store} (a loaded RocksDB read store) and writes one SST file per new
    * partition that gets at least one key, staged under {@code exchangeDir}.
    *
-   * @param oldPlacement when not null, every key must sit in {@code oldPartition} under it
+   * @param check when not null, every key must sit in {@code oldPartition} under the old count
+   * @param source the version read, as its checkpoint files (for errors)
    */
   static ReadOutcome split(ReadStateStore store, StoreSpec spec, int oldPartition,
-      StateStores.KeyPlacement placement, StateStores.KeyPlacement oldPlacement,
-      Runnable misplacedKey, int firstTarget, int newPartitions, String exchangeDir,
-      Configuration hadoopConf, TaskTimer timer) {
+      StateStores.KeyPlacement placement, PlacementCheck check, String source, int firstTarget,
+      int newPartitions, String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
     RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
     return split(RocksDbInternals.nativeDb(db), db.rocksDbOptions(), db.localRootDir(), spec,
-        oldPartition, placement, oldPlacement, misplacedKey, firstTarget, newPartitions,
-        exchangeDir, hadoopConf, timer);
+        oldPartition, placement, check, source, firstTarget, newPartitions, exchangeDir,
+        hadoopConf, timer);
   }
 
   /** The same, from a snapshot opened read-only, with the task's shared options. */
   static ReadOutcome split(RocksDbSnapshotReader snapshot, RocksDbTaskScope scope,
       StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
-      StateStores.KeyPlacement oldPlacement, Runnable misplacedKey, int firstTarget,
-      int newPartitions, String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
+      PlacementCheck check, String source, int firstTarget, int newPartitions,
+      String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
     return split(snapshot.db(), scope.options(), scope.localRootDir(), spec, oldPartition,
-        placement, oldPlacement, misplacedKey, firstTarget, newPartitions, exchangeDir,
-        hadoopConf, timer);
+        placement, check, source, firstTarget, newPartitions, exchangeDir, hadoopConf, timer);
+  }
+
+  /**
+   * Whether RocksDB reports damage to its files (a block checksum mismatch, a bad magic number,
+   * a truncated block): the status code RocksDB gives every such error.
+   */
+  static boolean isCorruption(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof RocksDBException r && r.getStatus() != null
+          && r.getStatus().getCode() == org.rocksdb.Status.Code.Corruption) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static ReadOutcome split(org.rocksdb.RocksDB db, Options options, File localRoot,
       StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
-      StateStores.KeyPlacement oldPlacement, Runnable misplacedKey, int firstTarget,
-      int newPartitions, String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
+      PlacementCheck check, String source, int firstTarget, int newPartitions,
+      String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
     RocksDBKeyStateEncoder keys = keyDecoder(spec);
     org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
     FileSystem fs;
@@ -139,10 +152,11 @@ final class RocksDbSstExchange {
       try {
         for (it.seekToFirst(); it.isValid(); it.next()) {
           UnsafeRow keyRow = entry.read(it);
-          if (oldPlacement != null && oldPlacement.partitionOf(keyRow) != oldPartition) {
-            misplacedKey.run();
+          int hash = placement.hash(keyRow);
+          if (check != null && check.misplaced(hash)) {
+            check.report(source);
           }
-          int p = placement.partitionOf(keyRow);
+          int p = StateStores.KeyPlacement.pmod(hash, newPartitions);
           if (writers[p] == null) {
             files[p] = new File(localDir, "to-" + (firstTarget + p) + "-from-" + fileStem + ".sst");
             writers[p] = new SstFileWriter(env, options);

@@ -1,5 +1,6 @@
 package io.stateshift.internal;
 
+import io.stateshift.StateShiftException;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -47,8 +48,12 @@ final class StateRedistributionJob implements Serializable {
   record PartitionCount(int slot, int partition, long rows, long bytes, String checkpointId)
       implements Serializable {}
 
-  /** What the job moved, per store partition on each side. */
-  record Outcome(List<PartitionCount> read, List<PartitionCount> written) {}
+  /**
+   * What the job moved, per store partition on each side, and what the placement check could
+   * not verify ({@link PlacementCheck.Mode#SUBSET_ALLOWED}), one line per store partition.
+   */
+  record Outcome(List<PartitionCount> read, List<PartitionCount> written,
+      List<String> unverifiedPlacement) {}
 
   /**
    * A file a read task staged for one new partition (a file exchange, no shuffle): the target
@@ -82,7 +87,9 @@ final class StateRedistributionJob implements Serializable {
   private final boolean rocksDb;
   private final String compressionCodec;
   private final StateCheckpointIds readCheckpointIds;
-  private java.util.Set<Integer> verifyPlacementSlots = java.util.Set.of();
+  /** How each store's keys are checked against their old partition, by slot; absent: not. */
+  private java.util.Map<Integer, PlacementCheck.Mode> placementChecks = java.util.Map.of();
+  private CollectionAccumulator<String> placementNotes;
   /** For RocksDB: SST ingestion or the provider's puts; null for the HDFS-backed store. */
   private final RocksDbSnapshotWriter.Mode rocksDbMode;
   private CollectionAccumulator<PartitionCount> readCounts;
@@ -138,13 +145,69 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /**
-   * Stores whose placement was derived rather than read from operator metadata: the read side
-   * checks that every key sits in the partition that placement gives it under the old count, and
-   * fails the job (changing nothing) on the first key that does not.
+   * How the read side checks, per store slot, that every key sits in the partition the recorded
+   * schema and the old count give it ({@link PlacementCheck}); the job fails (changing nothing)
+   * on the first key that does not, or notes the store where a subset placement is allowed.
    */
-  StateRedistributionJob verifyPlacementOf(java.util.Set<Integer> slots) {
-    this.verifyPlacementSlots = java.util.Set.copyOf(slots);
+  StateRedistributionJob checkPlacement(java.util.Map<Integer, PlacementCheck.Mode> modes) {
+    this.placementChecks = java.util.Map.copyOf(modes);
     return this;
+  }
+
+  /** The check of one old partition of a store, or null when its keys are not checked. */
+  private PlacementCheck placementCheck(StoreSpec spec, int partition) {
+    PlacementCheck.Mode mode = placementChecks.get(spec.slot());
+    if (mode == null) {
+      return null;
+    }
+    CollectionAccumulator<String> notes = placementNotes;
+    return new PlacementCheck(mode, spec, oldPartitions, partition, checkpointRoot(),
+        note -> notes.add(note));
+  }
+
+  private String checkpointRoot() {
+    return new Path(liveStateRoot).getParent().toString();
+  }
+
+  /** The checkpoint files a version of a partition is read from, for errors. */
+  private String versionFiles(StoreSpec spec, int partition) {
+    return spec.dir(partition) + " version " + readVersion;
+  }
+
+  /**
+   * The refusal for a version that RocksDB reports damaged, naming the checkpoint's SST file where
+   * RocksDB names its local copy (Spark stores local {@code 000009.sst} as {@code
+   * SSTs/000009-<uuid>.sst}).
+   */
+  private StateShiftException rocksDbDamage(StoreSpec spec, int partition, String source,
+      Throwable e) {
+    String problem = e.getMessage();
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof org.rocksdb.RocksDBException) {
+        problem = t.getMessage();
+      }
+    }
+    String file = source;
+    java.util.regex.Matcher sst =
+        java.util.regex.Pattern.compile("(\\d+)\\.sst").matcher(String.valueOf(problem));
+    if (sst.find()) {
+      Path ssts = new Path(new Path(checkpointRoot(), spec.dir(partition)), "SSTs");
+      try {
+        List<String> named = new ArrayList<>();
+        for (org.apache.hadoop.fs.FileStatus f
+            : ssts.getFileSystem(hadoopConf()).listStatus(ssts)) {
+          if (f.getPath().getName().startsWith(sst.group(1) + "-")) {
+            named.add(spec.dir(partition) + "/SSTs/" + f.getPath().getName());
+          }
+        }
+        if (!named.isEmpty()) {
+          file = String.join(", ", named) + " (" + source + ")";
+        }
+      } catch (IOException | RuntimeException ignored) {
+        // the version is named instead
+      }
+    }
+    return StateFileDamage.refusal(checkpointRoot(), file, "RocksDB: " + problem, e);
   }
 
   long writtenVersion() {
@@ -160,9 +223,7 @@ final class StateRedistributionJob implements Serializable {
   private boolean hdfsExchange;
 
   private void chooseExchange(SparkSession spark) {
-    // Keys whose placement was derived (pre-4.0 checkpoints) are checked on the decoding path.
     sstExchange = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-        && verifyPlacementSlots.isEmpty()
         && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
         && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
     // State checkpoint format v2 names files by unique id: the provider reads those.
@@ -174,6 +235,8 @@ final class StateRedistributionJob implements Serializable {
   Outcome run(SparkSession spark) {
     sharedHadoopConf =
         JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(hadoopConf);
+    placementNotes = new CollectionAccumulator<>();
+    spark.sparkContext().register(placementNotes, "stateshift.placementNotes");
     try {
       return runJobs(spark);
     } finally {
@@ -216,7 +279,8 @@ final class StateRedistributionJob implements Serializable {
     List<PartitionCount> written = shuffled.toJavaRDD()
         .mapPartitionsWithIndex(this::write, false)
         .collect();
-    return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written));
+    return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written),
+        List.copyOf(placementNotes.value()));
   }
 
   // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
@@ -253,9 +317,6 @@ final class StateRedistributionJob implements Serializable {
         for (StoreSpec spec : stores) {
           if (!spec.hasColumnFamilies()) {
             new StateStores.KeyPlacement(spec, newPartitions);
-            if (verifyPlacementSlots.contains(spec.slot())) {
-              new StateStores.KeyPlacement(spec, oldPartitions);
-            }
           }
         }
       } catch (RuntimeException | LinkageError e) {
@@ -346,7 +407,8 @@ final class StateRedistributionJob implements Serializable {
     } catch (IOException e) {
       // left for the attempt folder's removal; the staged files are not part of the checkpoint
     }
-    return new Outcome(List.copyOf(read), List.copyOf(written));
+    return new Outcome(List.copyOf(read), List.copyOf(written),
+        List.copyOf(placementNotes.value()));
   }
 
   /** First in every task of the job. */
@@ -417,13 +479,10 @@ final class StateRedistributionJob implements Serializable {
     StoreSpec spec = stores.get(task.slot());
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
-    StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
-        ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
-    Runnable misplaced = () -> {
-      throw misplacedKey(spec, task.partition());
-    };
+    PlacementCheck check = placementCheck(spec, task.partition());
     scala.Option<String> checkpointId =
         StateStores.checkpointId(readCheckpointIds, spec, task.partition());
+    String source = versionFiles(spec, task.partition());
     try {
       if (RocksDbSnapshotReader.ENABLED && scope != null) {
         try (RocksDbSnapshotReader snapshot = RocksDbSnapshotReader.open(scope,
@@ -431,9 +490,11 @@ final class StateRedistributionJob implements Serializable {
                 spec.storeName()), readVersion, checkpointId, hadoopConf(), timer)) {
           if (snapshot != null) {
             timer.lap("open-read-only");
+            String zip = spec.dir(task.partition()) + "/" + readVersion
+                + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip";
             return RocksDbSstExchange.split(snapshot, scope, spec, task.partition(), placement,
-                oldPlacement, misplaced, spec.slot() * newPartitions, newPartitions,
-                exchangeDir(), hadoopConf(), timer);
+                check, zip, spec.slot() * newPartitions, newPartitions, exchangeDir(),
+                hadoopConf(), timer);
           }
         }
       }
@@ -443,15 +504,20 @@ final class StateRedistributionJob implements Serializable {
         ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
         timer.lap("load");
         try {
-          return RocksDbSstExchange.split(store, spec, task.partition(), placement,
-              oldPlacement, misplaced, spec.slot() * newPartitions, newPartitions, exchangeDir(),
-              hadoopConf(), timer);
+          return RocksDbSstExchange.split(store, spec, task.partition(), placement, check,
+              source, spec.slot() * newPartitions, newPartitions, exchangeDir(), hadoopConf(),
+              timer);
         } finally {
           store.release();
         }
       } finally {
         provider.close();
       }
+    } catch (RuntimeException e) {
+      if (!(e instanceof StateShiftException) && RocksDbSstExchange.isCorruption(e)) {
+        throw rocksDbDamage(spec, task.partition(), source, e);
+      }
+      throw e;
     } finally {
       timer.lap("close");
       timer.report();
@@ -480,15 +546,11 @@ final class StateRedistributionJob implements Serializable {
     StoreSpec spec = stores.get(task.slot());
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     try {
-      StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
-          ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
       return HdfsFileExchange.split(
           new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())), readVersion,
-          spec, task.partition(), new StateStores.KeyPlacement(spec, newPartitions), oldPlacement,
-          () -> {
-            throw misplacedKey(spec, task.partition());
-          }, spec.slot() * newPartitions, newPartitions, exchangeDir(), compressionCodec,
-          hadoopConf(), timer);
+          spec, task.partition(), new StateStores.KeyPlacement(spec, newPartitions),
+          placementCheck(spec, task.partition()), spec.slot() * newPartitions, newPartitions,
+          exchangeDir(), compressionCodec, checkpointRoot(), hadoopConf(), timer);
     } finally {
       timer.report();
     }
@@ -502,12 +564,6 @@ final class StateRedistributionJob implements Serializable {
 
   private Path snapshotFile(StoreSpec spec, int partition) {
     return new Path(new Path(stagingRoot, spec.dir(partition)), writtenVersion() + ".snapshot");
-  }
-
-  private RuntimeException misplacedKey(StoreSpec spec, int partition) {
-    return OperatorWithoutMetadata.refuse(new Path(liveStateRoot).getParent().toString(),
-        spec.operatorId(), "a key in its partition " + partition + " is not placed by its whole "
-            + "state key as derived from its state schema");
   }
 
   private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
@@ -524,8 +580,17 @@ final class StateRedistributionJob implements Serializable {
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
         hadoopConf());
-    ReadStateStore store = StateStores.loadToRead(provider, readVersion,
-        StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+    ReadStateStore store;
+    try {
+      store = StateStores.loadToRead(provider, readVersion,
+          StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+    } catch (RuntimeException e) {
+      provider.close();
+      if (RocksDbSstExchange.isCorruption(e)) {
+        throw rocksDbDamage(spec, task.partition(), versionFiles(spec, task.partition()), e);
+      }
+      throw e;
+    }
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
     timer.lap("load");
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> {
@@ -537,8 +602,8 @@ final class StateRedistributionJob implements Serializable {
       timer.report();
     });
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
-    StateStores.KeyPlacement oldPlacement = verifyPlacementSlots.contains(spec.slot())
-        ? new StateStores.KeyPlacement(spec, oldPartitions) : null;
+    PlacementCheck check = placementCheck(spec, task.partition());
+    String source = versionFiles(spec, task.partition());
     RocksDbSnapshotWriter.Encoding encoding = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
         ? new RocksDbSnapshotWriter.Encoding(spec) : null;
     int firstTarget = spec.slot() * newPartitions;
@@ -564,10 +629,11 @@ final class StateRedistributionJob implements Serializable {
           throw new NoSuchElementException();
         }
         UnsafeRowPair pair = rows.next();
-        if (oldPlacement != null && oldPlacement.partitionOf(pair.key()) != task.partition()) {
-          throw misplacedKey(spec, task.partition());
+        int hash = placement.hash(pair.key());
+        if (check != null && check.misplaced(hash)) {
+          check.report(source);
         }
-        int target = firstTarget + placement.partitionOf(pair.key());
+        int target = firstTarget + StateStores.KeyPlacement.pmod(hash, newPartitions);
         byte[] record = encoding != null
             ? encoding.record(target, pair.key(), pair.value())
             : StateRecords.pack(target, pair.key(), pair.value());
@@ -585,7 +651,8 @@ final class StateRedistributionJob implements Serializable {
         StateStores.checkpointId(readCheckpointIds, spec, task.partition()), storeConf,
         hadoopConf());
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
-    Iterator<ColumnFamilyStates.Entry> entries = reader.entries(spec, newPartitions);
+    Iterator<ColumnFamilyStates.Entry> entries = reader.entries(spec, newPartitions,
+        placementCheck(spec, task.partition()), versionFiles(spec, task.partition()));
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;

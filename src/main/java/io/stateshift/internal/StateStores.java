@@ -7,6 +7,7 @@ import java.util.function.Function;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Pmod;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning;
@@ -115,12 +116,21 @@ final class StateStores {
     private final int partitions;
     /** Spark's hash evaluated directly ({@link PartitionHash}); else its generated code. */
     private final PartitionHash direct;
-    private final UnsafeProjection partitionId;
+    /** Spark's hash of the partition key (before the modulo), as generated code. */
+    private final UnsafeProjection hashCode;
 
     KeyPlacement(StoreSpec spec, int partitions) {
-      this(StatePartitionKeyExtractorFactory.create(spec.operatorName(),
-          spec.keySchema(), spec.storeName(), DEFAULT_COLUMN_FAMILY, formatVersion(spec),
-          ScalaBridge.none()), partitions);
+      this(extractor(spec), partitions);
+    }
+
+    private static StatePartitionKeyExtractor extractor(StoreSpec spec) {
+      return StatePartitionKeyExtractorFactory.create(spec.operatorName(), spec.keySchema(),
+          spec.storeName(), DEFAULT_COLUMN_FAMILY, formatVersion(spec), ScalaBridge.none());
+    }
+
+    /** How many columns the partition key of a store's keys has (one store, no families). */
+    static int partitionKeyColumns(StoreSpec spec) {
+      return extractor(spec).partitionKeySchema().length();
     }
 
     /**
@@ -142,18 +152,30 @@ final class StateStores {
       this.partitions = partitions;
       StructField[] keyFields = extractor.partitionKeySchema().fields();
       this.direct = PartitionHash.of(keyFields);
-      this.partitionId = direct != null ? null : partitionIdCode(keyFields, partitions);
+      this.hashCode = direct != null ? null : hashCode(keyFields);
     }
 
     /** Spark's own expression for the partition of a key, as generated code. */
     static UnsafeProjection partitionIdCode(StructField[] keyFields, int partitions) {
+      return UnsafeProjection.create(
+          ScalaBridge.seq(List.of(partitionIdExpression(keyFields, partitions))));
+    }
+
+    /**
+     * Spark's hash of the partition key, the operand of the {@code Pmod} in its partition id
+     * expression: one hash serves the placement under any partition count ({@link #pmod}).
+     */
+    private static UnsafeProjection hashCode(StructField[] keyFields) {
+      Expression hash = ((Pmod) partitionIdExpression(keyFields, 1)).left();
+      return UnsafeProjection.create(ScalaBridge.seq(List.of(hash)));
+    }
+
+    private static Expression partitionIdExpression(StructField[] keyFields, int partitions) {
       List<Expression> fields = new ArrayList<>();
       for (int i = 0; i < keyFields.length; i++) {
         fields.add(new BoundReference(i, keyFields[i].dataType(), keyFields[i].nullable()));
       }
-      Expression expression =
-          new HashPartitioning(ScalaBridge.seq(fields), partitions).partitionIdExpression();
-      return UnsafeProjection.create(ScalaBridge.seq(List.of(expression)));
+      return new HashPartitioning(ScalaBridge.seq(fields), partitions).partitionIdExpression();
     }
 
     private static scala.Option<Object> formatVersion(StoreSpec spec) {
@@ -162,9 +184,24 @@ final class StateStores {
     }
 
     int partitionOf(UnsafeRow key) {
+      return pmod(hash(key), partitions);
+    }
+
+    /**
+     * Spark's partitioning hash of the key's partition key; {@link #pmod} of it is the key's
+     * partition under a count. Hashed once, a key is placed under the new count and checked
+     * against the old one.
+     */
+    int hash(UnsafeRow key) {
       UnsafeRow partitionKey = extractor.partitionKey(key);
-      return direct != null ? direct.partitionOf(partitionKey, partitions)
-          : partitionId.apply(partitionKey).getInt(0);
+      return direct != null ? direct.hash(partitionKey, PartitionHash.SEED)
+          : hashCode.apply(partitionKey).getInt(0);
+    }
+
+    /** Spark's {@code Pmod}: the partition of a hash among {@code partitions}. */
+    static int pmod(int hash, int partitions) {
+      int r = hash % partitions;
+      return r < 0 ? (r + partitions) % partitions : r;
     }
   }
 }

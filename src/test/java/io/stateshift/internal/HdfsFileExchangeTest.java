@@ -108,7 +108,7 @@ class HdfsFileExchangeTest {
     for (int p = 0; p < 2; p++) {
       StateRedistributionJob.ReadOutcome outcome = HdfsFileExchange.split(partitionDir(old, p),
           4, SPEC, p, new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null,
-          () -> { }, 0, NEW_PARTITIONS, exchange, codecName, hadoopConf, new TaskTimer("t"));
+          0, NEW_PARTITIONS, exchange, codecName, "checkpoint", hadoopConf, new TaskTimer("t"));
       staged.addAll(outcome.files());
       readRows += outcome.count().rows();
     }
@@ -145,8 +145,9 @@ class HdfsFileExchangeTest {
     }
     writeFile(old, 0, "1.delta", entries);
     List<StateRedistributionJob.StagedFile> staged = HdfsFileExchange.split(partitionDir(old, 0),
-        1, SPEC, 0, new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, () -> { }, 0,
-        NEW_PARTITIONS, tmp.resolve("exchange").toUri().toString(), codecName, hadoopConf,
+        1, SPEC, 0, new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, 0,
+        NEW_PARTITIONS, tmp.resolve("exchange").toUri().toString(), codecName, "checkpoint",
+        hadoopConf,
         new TaskTimer("t")).files();
     StateRedistributionJob.StagedFile first = staged.get(0);
     java.nio.file.Path file = java.nio.file.Path.of(java.net.URI.create(first.path()));
@@ -166,8 +167,9 @@ class HdfsFileExchangeTest {
     writeFile(old, 0, "1.delta", List.of(put(1, 1)));
     writeFile(old, 0, "3.delta", List.of(put(2, 2)));
     assertThatThrownBy(() -> HdfsFileExchange.split(partitionDir(old, 0), 3, SPEC, 0,
-        new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, () -> { }, 0, NEW_PARTITIONS,
-        tmp.resolve("exchange").toUri().toString(), codecName, hadoopConf, new TaskTimer("t")))
+        new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, 0, NEW_PARTITIONS,
+        tmp.resolve("exchange").toUri().toString(), codecName, "checkpoint", hadoopConf,
+        new TaskTimer("t")))
         .hasMessageContaining("no state file for version 2");
   }
 
@@ -181,8 +183,9 @@ class HdfsFileExchangeTest {
       out.writeInt(16); // a key length, and then nothing
     }
     assertThatThrownBy(() -> HdfsFileExchange.split(partitionDir(old, 0), 2, SPEC, 0,
-        new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, () -> { }, 0, NEW_PARTITIONS,
-        tmp.resolve("exchange").toUri().toString(), codecName, hadoopConf, new TaskTimer("t")))
+        new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS), null, 0, NEW_PARTITIONS,
+        tmp.resolve("exchange").toUri().toString(), codecName, "checkpoint", hadoopConf,
+        new TaskTimer("t")))
         .hasMessageContaining("2.delta ends before its end marker");
   }
 
