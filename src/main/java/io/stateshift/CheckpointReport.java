@@ -76,7 +76,8 @@ public record CheckpointReport(
     root.put("operators", ops);
     try {
       return new com.fasterxml.jackson.databind.ObjectMapper()
-          .writerWithDefaultPrettyPrinter().writeValueAsString(root);
+          .writerWithDefaultPrettyPrinter()
+          .writeValueAsString(root);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
@@ -93,15 +94,28 @@ public record CheckpointReport(
     out.append("partitions:      ").append(partitions).append('\n');
     interruptedRepartition.ifPresent(r -> out.append("interrupted:     ").append(r).append('\n'));
     for (OperatorReport op : operators) {
-      out.append(String.format("operator %d (%s)%s%n", op.id(), op.name(),
-          op.supported() ? "" : ": not read, this operator is not supported yet"));
+      out.append(
+          String.format(
+              "operator %d (%s)%s%n",
+              op.id(),
+              op.name(),
+              op.supported() ? "" : ": not read, this operator is not supported yet"));
       for (StoreReport store : op.stores()) {
-        out.append(String.format("  store %-26s %,d rows, %,d bytes, skew %.2f%s%n", store.name(),
-            store.totalRows(), store.totalBytes(), store.skew(),
-            store.misplacedKeys() == 0 ? "" : ", " + store.misplacedKeys() + " MISPLACED KEYS"));
+        out.append(
+            String.format(
+                "  store %-26s %,d rows, %,d bytes, skew %.2f%s%n",
+                store.name(),
+                store.totalRows(),
+                store.totalBytes(),
+                store.skew(),
+                store.misplacedKeys() == 0
+                    ? ""
+                    : ", " + store.misplacedKeys() + " MISPLACED KEYS"));
         for (int p = 0; p < store.rows().length; p++) {
-          out.append(String.format("    partition %-4d %,12d rows %,14d bytes%n", p,
-              store.rows()[p], store.bytes()[p]));
+          out.append(
+              String.format(
+                  "    partition %-4d %,12d rows %,14d bytes%n",
+                  p, store.rows()[p], store.bytes()[p]));
         }
       }
     }

@@ -10,8 +10,8 @@ import java.util.Optional;
  *
  * @param kind a repartition or a rollback
  * @param outcome how it ended
- * @param attemptId the id of the repartition attempt (a rollback carries the id of the
- *     repartition it undid)
+ * @param attemptId the id of the repartition attempt (a rollback carries the id of the repartition
+ *     it undid)
  * @param batch the batch id the repartition wrote (for a rollback: the batch it removed)
  * @param startedAt when it started, if known
  * @param durationMs wall time, or -1
@@ -58,9 +58,14 @@ public record HistoryEntry(
   @Override
   public String toString() {
     StringBuilder out = new StringBuilder();
-    out.append(startedAt.map(Instant::toString).orElse("(time unknown)")).append("  ")
-        .append(kind.name().toLowerCase(java.util.Locale.ROOT)).append(' ')
-        .append(fromPartitions).append(" -> ").append(toPartitions).append("  ")
+    out.append(startedAt.map(Instant::toString).orElse("(time unknown)"))
+        .append("  ")
+        .append(kind.name().toLowerCase(java.util.Locale.ROOT))
+        .append(' ')
+        .append(fromPartitions)
+        .append(" -> ")
+        .append(toPartitions)
+        .append("  ")
         .append(outcome.name().toLowerCase(java.util.Locale.ROOT));
     if (rolledBack) {
       out.append(" (rolled back later)");
@@ -79,7 +84,9 @@ public record HistoryEntry(
       out.append("  path ").append(path);
     }
     if (!application.isEmpty() || !user.isEmpty()) {
-      out.append("  by ").append(user.isEmpty() ? "?" : user).append(" in ")
+      out.append("  by ")
+          .append(user.isEmpty() ? "?" : user)
+          .append(" in ")
           .append(application.isEmpty() ? "?" : application);
     }
     out.append("  attempt ").append(attemptId);

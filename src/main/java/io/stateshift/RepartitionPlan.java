@@ -37,16 +37,27 @@ public record RepartitionPlan(
     out.append("checkpoint:        ").append(checkpoint).append('\n');
     out.append("query id:          ").append(queryId).append('\n');
     out.append("state store:       ").append(stateStoreProvider).append('\n');
-    out.append("partitions:        ").append(fromPartitions).append(" -> ").append(toPartitions)
+    out.append("partitions:        ")
+        .append(fromPartitions)
+        .append(" -> ")
+        .append(toPartitions)
         .append('\n');
     out.append("from batch:        ").append(lastCommittedBatch).append(" (last committed)\n");
     out.append("writes batch:      ").append(repartitionBatch).append('\n');
     for (OperatorInfo op : operators) {
-      out.append("operator ").append(op.id()).append(":        ").append(op.name())
-          .append(" stores ").append(op.stores()).append('\n');
+      out.append("operator ")
+          .append(op.id())
+          .append(":        ")
+          .append(op.name())
+          .append(" stores ")
+          .append(op.stores())
+          .append('\n');
     }
-    interruptedAttempt.ifPresent(a ->
-        out.append("interrupted:       attempt ").append(a).append(" is finished or undone first\n"));
+    interruptedAttempt.ifPresent(
+        a ->
+            out.append("interrupted:       attempt ")
+                .append(a)
+                .append(" is finished or undone first\n"));
     return out.toString();
   }
 }

@@ -20,8 +20,13 @@ public record RepartitionResult(
     long totalMillis) {
 
   /** Rows and bytes of one state store, before (read) and after (written) the repartition. */
-  public record StoreMove(long operatorId, String operatorName, String storeName, long rowsRead,
-      long rowsWritten, long bytesWritten) {}
+  public record StoreMove(
+      long operatorId,
+      String operatorName,
+      String storeName,
+      long rowsRead,
+      long rowsWritten,
+      long bytesWritten) {}
 
   public int fromPartitions() {
     return plan.fromPartitions();
@@ -42,15 +47,19 @@ public record RepartitionResult(
   @Override
   public String toString() {
     StringBuilder out = new StringBuilder();
-    out.append(String.format("Repartitioned %s from %d to %d partitions in %d ms (batch %d).%n",
-        plan.checkpoint(), plan.fromPartitions(), plan.toPartitions(), totalMillis, batchId));
+    out.append(
+        String.format(
+            "Repartitioned %s from %d to %d partitions in %d ms (batch %d).%n",
+            plan.checkpoint(), plan.fromPartitions(), plan.toPartitions(), totalMillis, batchId));
     for (StoreMove s : stores) {
-      out.append(String.format("  operator %d %-22s store %-28s %,12d rows %,14d bytes%n",
-          s.operatorId(), s.operatorName(), s.storeName(), s.rowsWritten(), s.bytesWritten()));
+      out.append(
+          String.format(
+              "  operator %d %-22s store %-28s %,12d rows %,14d bytes%n",
+              s.operatorId(), s.operatorName(), s.storeName(), s.rowsWritten(), s.bytesWritten()));
     }
     out.append("  phases:");
-    phaseMillis.forEach((phase, ms) -> out.append(' ').append(phase).append('=').append(ms)
-        .append("ms"));
+    phaseMillis.forEach(
+        (phase, ms) -> out.append(' ').append(phase).append('=').append(ms).append("ms"));
     return out.append('\n').toString();
   }
 }

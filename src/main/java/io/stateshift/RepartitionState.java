@@ -20,7 +20,8 @@ public final class RepartitionState {
 
   RepartitionState(SparkSession spark, String checkpointLocation) {
     if (checkpointLocation == null || checkpointLocation.isBlank()) {
-      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
           "checkpointLocation is empty: pass the checkpointLocation of the stopped query.");
     }
     this.spark = spark;
@@ -30,7 +31,8 @@ public final class RepartitionState {
   /** The number of state partitions to end with; at least 1. */
   public RepartitionState toPartitions(int count) {
     if (count <= 0) {
-      throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
+      throw new StateShiftException(
+          Reason.INVALID_PARTITION_COUNT,
           "toPartitions(" + count + "): the partition count must be at least 1.");
     }
     this.partitions = count;
@@ -84,7 +86,8 @@ public final class RepartitionState {
 
   private RepartitionRunner runner() {
     if (partitions == null) {
-      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
           "No partition count given: call toPartitions(n) before plan() or execute().");
     }
     return new RepartitionRunner(spark, checkpointLocation, partitions, progress)

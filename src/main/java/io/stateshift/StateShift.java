@@ -4,8 +4,9 @@ import java.util.Objects;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * Entry point: {@code StateShift.get(spark).repartitionState(checkpoint).toPartitions(16).execute()}.
- * Work runs as Spark jobs on the session's cluster (local mode by default).
+ * Entry point: {@code
+ * StateShift.get(spark).repartitionState(checkpoint).toPartitions(16).execute()}. Work runs as
+ * Spark jobs on the session's cluster (local mode by default).
  */
 public final class StateShift {
   private final SparkSession spark;
@@ -59,8 +60,8 @@ public final class StateShift {
 
   /**
    * Gives a file sink's log the empty entries of the checkpoint's repartition batches it lacks
-   * (left by a repartition that did not know the sink, or by Spark's built-in runner), so that
-   * its output can be read and the sink can compact again. Gaps that stand for lost output are
+   * (left by a repartition that did not know the sink, or by Spark's built-in runner), so that its
+   * output can be read and the sink can compact again. Gaps that stand for lost output are
    * reported, not filled.
    */
   public SinkLogRepair repairSinkLog(String checkpointLocation, String fileSinkOutput) {
@@ -83,8 +84,9 @@ public final class StateShift {
    * as it was. Read-only.
    */
   public java.util.List<HistoryEntry> history(String checkpointLocation) {
-    return io.stateshift.internal.HistoryLog.read(io.stateshift.internal.CheckpointFiles.at(
-        checkpointLocation, io.stateshift.internal.SessionSettings.hadoopConf(spark)));
+    return io.stateshift.internal.HistoryLog.read(
+        io.stateshift.internal.CheckpointFiles.at(
+            checkpointLocation, io.stateshift.internal.SessionSettings.hadoopConf(spark)));
   }
 
   /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */

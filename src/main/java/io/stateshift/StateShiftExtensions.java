@@ -23,7 +23,10 @@ import scala.runtime.BoxedUnit;
 public final class StateShiftExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   /** The setting users change: the number of state partitions of stateful queries. */
   public static final String STATE_PARTITIONS = OnDemandRepartition.STATE_PARTITIONS;
-  /** The key under which the repartition time appears in {@code StreamingQueryProgress.durationMs}. */
+
+  /**
+   * The key under which the repartition time appears in {@code StreamingQueryProgress.durationMs}.
+   */
   public static final String PROGRESS_KEY = OnDemandRepartition.PROGRESS_KEY;
 
   /**
@@ -38,10 +41,12 @@ public final class StateShiftExtensions implements Function1<SparkSessionExtensi
   public BoxedUnit apply(SparkSessionExtensions extensions) {
     // Rule builders receive the session as soon as it analyzes its first plan, which every query
     // does before it starts: the moment to attach the listener that acts at query start.
-    extensions.injectResolutionRule((Function1<SparkSession, Rule<LogicalPlan>>) session -> {
-      OnDemandRepartition.installOn(session);
-      return new PassThrough();
-    });
+    extensions.injectResolutionRule(
+        (Function1<SparkSession, Rule<LogicalPlan>>)
+            session -> {
+              OnDemandRepartition.installOn(session);
+              return new PassThrough();
+            });
     return BoxedUnit.UNIT;
   }
 

@@ -10,8 +10,8 @@ import java.util.List;
  * @param rowsChecked state rows read and checked
  * @param problems each problem found, precisely; empty when the checkpoint is sound
  */
-public record VerificationReport(String checkpoint, int partitions, long rowsChecked,
-    List<String> problems) {
+public record VerificationReport(
+    String checkpoint, int partitions, long rowsChecked, List<String> problems) {
 
   public boolean ok() {
     return problems.isEmpty();
@@ -20,8 +20,10 @@ public record VerificationReport(String checkpoint, int partitions, long rowsChe
   @Override
   public String toString() {
     StringBuilder out = new StringBuilder();
-    out.append(String.format("checkpoint %s: %d partitions, %,d state rows checked%n", checkpoint,
-        partitions, rowsChecked));
+    out.append(
+        String.format(
+            "checkpoint %s: %d partitions, %,d state rows checked%n",
+            checkpoint, partitions, rowsChecked));
     if (problems.isEmpty()) {
       out.append("OK: every key is in its partition, row counts match, all state files exist\n");
     } else {

@@ -49,8 +49,15 @@ class BadInputTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 50, 5);
     Path checkpoint = tmp.resolve("stateless");
-    runQuery(spark.readStream().schema(StreamRun.EVENT_SCHEMA).json(tmp.resolve("input").toString())
-        .select("device"), checkpoint, "append", false);
+    runQuery(
+        spark
+            .readStream()
+            .schema(StreamRun.EVENT_SCHEMA)
+            .json(tmp.resolve("input").toString())
+            .select("device"),
+        checkpoint,
+        "append",
+        false);
     assertRefused(checkpoint, 8, Reason.STATELESS_QUERY, "no state");
   }
 
@@ -65,9 +72,14 @@ class BadInputTest {
     Path checkpoint = aggregationCheckpoint(4);
     var before = CheckpointDigest.of(checkpoint);
     for (int bad : new int[] {0, -3}) {
-      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-          .toPartitions(bad).execute())
-          .isInstanceOfSatisfying(StateShiftException.class,
+      assertThatThrownBy(
+              () ->
+                  StateShift.get(spark)
+                      .repartitionState(checkpoint.toString())
+                      .toPartitions(bad)
+                      .execute())
+          .isInstanceOfSatisfying(
+              StateShiftException.class,
               e -> assertThat(e.reason()).isEqualTo(Reason.INVALID_PARTITION_COUNT))
           .hasMessageContaining("at least 1");
     }
@@ -79,8 +91,15 @@ class BadInputTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 50, 5);
     Path checkpoint = tmp.resolve("limit");
-    runQuery(spark.readStream().schema(StreamRun.EVENT_SCHEMA).json(tmp.resolve("input").toString())
-        .limit(10), checkpoint, "append", false);
+    runQuery(
+        spark
+            .readStream()
+            .schema(StreamRun.EVENT_SCHEMA)
+            .json(tmp.resolve("input").toString())
+            .limit(10),
+        checkpoint,
+        "append",
+        false);
     assertRefused(checkpoint, 8, Reason.UNSUPPORTED_OPERATOR, "cannot be repartitioned");
   }
 
@@ -89,8 +108,13 @@ class BadInputTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 50, 5);
     Path checkpoint = tmp.resolve("uncommitted");
-    Dataset<Row> counts = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
-        .json(tmp.resolve("input").toString()).groupBy("device").count();
+    Dataset<Row> counts =
+        spark
+            .readStream()
+            .schema(StreamRun.EVENT_SCHEMA)
+            .json(tmp.resolve("input").toString())
+            .groupBy("device")
+            .count();
     runQuery(counts, checkpoint, "complete", false);
     run.writeEvents(1, 50, 5);
     runQuery(counts, checkpoint, "complete", true); // the sink fails: offsets written, no commit
@@ -105,9 +129,12 @@ class BadInputTest {
     Files.delete(checkpoint.resolve("metadata")); // the query id: the checkpoint is damaged
     var before = CheckpointDigest.of(checkpoint);
     var err = new java.io.ByteArrayOutputStream();
-    int code = new io.stateshift.cli.StateShiftCli(System.out, new java.io.PrintStream(err))
-        .run(new String[] {"repartition", "--checkpoint", checkpoint.toString(), "--partitions",
-            "8"});
+    int code =
+        new io.stateshift.cli.StateShiftCli(System.out, new java.io.PrintStream(err))
+            .run(
+                new String[] {
+                  "repartition", "--checkpoint", checkpoint.toString(), "--partitions", "8"
+                });
     assertThat(code).isEqualTo(2);
     assertThat(err.toString()).contains("'metadata' file").contains("Restore");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
@@ -120,9 +147,12 @@ class BadInputTest {
     Path checkpoint = aggregationCheckpoint(4);
     var before = CheckpointDigest.of(checkpoint);
     var out = new java.io.ByteArrayOutputStream();
-    int code = new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(out), System.err)
-        .run(new String[] {"repartition", "--checkpoint", checkpoint.toString(), "--partitions",
-            "4"});
+    int code =
+        new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(out), System.err)
+            .run(
+                new String[] {
+                  "repartition", "--checkpoint", checkpoint.toString(), "--partitions", "4"
+                });
     assertThat(code).isZero();
     assertThat(out.toString()).contains("already has 4 partitions. Nothing to do.");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
@@ -132,12 +162,13 @@ class BadInputTest {
   void dryRunWritesNothing() {
     Path checkpoint = aggregationCheckpoint(4);
     var before = CheckpointDigest.of(checkpoint);
-    RepartitionPlan plan = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(6).plan();
+    RepartitionPlan plan =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(6).plan();
     assertThat(plan.fromPartitions()).isEqualTo(4);
     assertThat(plan.toPartitions()).isEqualTo(6);
     assertThat(plan.repartitionBatch()).isEqualTo(plan.lastCommittedBatch() + 1);
-    assertThat(plan.operators()).extracting(RepartitionPlan.OperatorInfo::name)
+    assertThat(plan.operators())
+        .extracting(RepartitionPlan.OperatorInfo::name)
         .containsExactly("stateStoreSave");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
@@ -146,23 +177,31 @@ class BadInputTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("agg-input"));
     run.writeEvents(0, 100, 10);
     Path checkpoint = tmp.resolve("agg-checkpoint");
-    run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("agg-sink"),
+    run.runAvailable(
+        StatefulQueries.GROUPED_COUNT,
+        checkpoint,
+        tmp.resolve("agg-sink"),
         StateStores.HDFS.withPartitions(partitions));
     return checkpoint;
   }
 
   private void runQuery(Dataset<Row> query, Path checkpoint, String mode, boolean failSink)
       throws Exception {
-    StreamingQuery q = query.writeStream().outputMode(mode)
-        .option("checkpointLocation", checkpoint.toString())
-        .trigger(Trigger.AvailableNow())
-        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> {
-          if (failSink) {
-            throw new IllegalStateException("injected sink failure");
-          }
-          batch.count();
-        })
-        .start();
+    StreamingQuery q =
+        query
+            .writeStream()
+            .outputMode(mode)
+            .option("checkpointLocation", checkpoint.toString())
+            .trigger(Trigger.AvailableNow())
+            .foreachBatch(
+                (VoidFunction2<Dataset<Row>, Long>)
+                    (batch, id) -> {
+                      if (failSink) {
+                        throw new IllegalStateException("injected sink failure");
+                      }
+                      batch.count();
+                    })
+            .start();
     try {
       q.awaitTermination();
     } catch (org.apache.spark.sql.streaming.StreamingQueryException e) {
@@ -172,12 +211,18 @@ class BadInputTest {
 
   private void assertRefused(Path checkpoint, int partitions, Reason reason, String message) {
     Map<String, String> before = Files.exists(checkpoint) ? CheckpointDigest.of(checkpoint) : null;
-    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(partitions).execute())
-        .isInstanceOfSatisfying(StateShiftException.class, e -> {
-          assertThat(e.reason()).isEqualTo(reason);
-          assertThat(e.reason().isBadInput()).isTrue();
-        })
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .repartitionState(checkpoint.toString())
+                    .toPartitions(partitions)
+                    .execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(reason);
+              assertThat(e.reason().isBadInput()).isTrue();
+            })
         .hasMessageContaining(message);
     if (before != null) {
       assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);

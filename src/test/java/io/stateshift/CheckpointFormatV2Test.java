@@ -46,7 +46,8 @@ class CheckpointFormatV2Test {
         Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB, 8, 3),
         Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 4, 8),
         Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 8, 3),
-        Arguments.of(StatefulQueries.DEDUP_THEN_WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 3, 5));
+        Arguments.of(
+            StatefulQueries.DEDUP_THEN_WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 3, 5));
   }
 
   static Map<String, String> v2(StateStores store, int partitions) {
@@ -59,8 +60,8 @@ class CheckpointFormatV2Test {
 
   @ParameterizedTest(name = "{0} on {1} with format v2: {2} -> {3} partitions")
   @MethodSource("matrix")
-  void repartitionedV2CheckpointWritesExactlyTheUninterruptedOutput(StatefulQueries query,
-      StateStores store, int from, int to) throws Exception {
+  void repartitionedV2CheckpointWritesExactlyTheUninterruptedOutput(
+      StatefulQueries query, StateStores store, int from, int to) throws Exception {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -71,13 +72,15 @@ class CheckpointFormatV2Test {
     long base = lastCommit(checkpoint);
     assertThat(uniqueIds(checkpoint, base)).as("a v2 checkpoint").isNotNull();
 
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(to).execute();
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(to).execute();
 
-    assertThat(result.stores()).allSatisfy(s -> {
-      assertThat(s.rowsRead()).isPositive();
-      assertThat(s.rowsWritten()).isEqualTo(s.rowsRead());
-    });
+    assertThat(result.stores())
+        .allSatisfy(
+            s -> {
+              assertThat(s.rowsRead()).isPositive();
+              assertThat(s.rowsWritten()).isEqualTo(s.rowsRead());
+            });
     assertNewCommitNamesTheNewFiles(checkpoint, result.batchId(), to);
     // Spark's statestore source loads by the commit log's ids only when the session uses v2.
     spark.conf().set(FORMAT, "2");
@@ -105,11 +108,19 @@ class CheckpointFormatV2Test {
     }
     run.runAvailable(query, checkpoint, sink, v2(store, 5));
     long base = lastCommit(checkpoint);
-    int exit = ChildJvm.runCli(tmp.resolve("child.log"),
-        List.of("-D" + FailPoints.PROPERTY + "=published"),
-        "repartition", "--checkpoint", checkpoint.toString(), "--partitions", "3",
-        "--assume-stopped"); // the query just ran in this JVM, which a child process cannot know
-    assertThat(exit).as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
+    int exit =
+        ChildJvm.runCli(
+            tmp.resolve("child.log"),
+            List.of("-D" + FailPoints.PROPERTY + "=published"),
+            "repartition",
+            "--checkpoint",
+            checkpoint.toString(),
+            "--partitions",
+            "3",
+            "--assume-stopped"); // the query just ran in this JVM, which a child process cannot
+    // know
+    assertThat(exit)
+        .as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
         .isEqualTo(137);
     assertThat(checkpoint.resolve("commits/" + (base + 1))).doesNotExist();
     // No wait: the lock's holder ran on this host and is gone, so it is taken over at once.
@@ -143,14 +154,21 @@ class CheckpointFormatV2Test {
     assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle(query));
   }
 
-  private void continueAndCheck(StreamRun run, StatefulQueries query, StateStores store,
-      Path checkpoint, Path sink, int from, int to) throws Exception {
+  private void continueAndCheck(
+      StreamRun run,
+      StatefulQueries query,
+      StateStores store,
+      Path checkpoint,
+      Path sink,
+      int from,
+      int to)
+      throws Exception {
     for (int i = 3; i < 6; i++) {
       run.writeEvents(i, 300, 40);
     }
     run.writeFlush(6);
-    List<StreamingQueryProgress> progress = run.runAvailable(query, checkpoint, sink,
-        v2(store, from));
+    List<StreamingQueryProgress> progress =
+        run.runAvailable(query, checkpoint, sink, v2(store, from));
     assertThat(progress).isNotEmpty();
     assertThat(StreamRun.stateInstances(progress)).containsOnly((long) to);
     assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle(query));
@@ -170,25 +188,33 @@ class CheckpointFormatV2Test {
     JsonNode before = uniqueIds(checkpoint, batch - 1);
     assertThat(ids).isNotNull();
     assertThat(Files.readString(checkpoint.resolve("commits/" + batch)))
-        .startsWith(Files.readString(checkpoint.resolve("commits/" + (batch - 1)))
-            .substring(0, 3)); // same commit log version line
+        .startsWith(
+            Files.readString(checkpoint.resolve("commits/" + (batch - 1)))
+                .substring(0, 3)); // same commit log version line
     assertThat(ids.size()).isEqualTo(before.size());
-    ids.properties().forEach(op -> {
-      assertThat(op.getValue().size()).isEqualTo(partitions);
-      for (int p = 0; p < partitions; p++) {
-        String id = op.getValue().get(p).get(0).asText();
-        Path zip = checkpoint.resolve("state/" + op.getKey() + "/" + p + "/" + (batch + 1) + "_"
-            + id + ".zip");
-        assertThat(zip).exists();
-        assertThat(before.toString()).doesNotContain(id);
-      }
-    });
+    ids.properties()
+        .forEach(
+            op -> {
+              assertThat(op.getValue().size()).isEqualTo(partitions);
+              for (int p = 0; p < partitions; p++) {
+                String id = op.getValue().get(p).get(0).asText();
+                Path zip =
+                    checkpoint.resolve(
+                        "state/" + op.getKey() + "/" + p + "/" + (batch + 1) + "_" + id + ".zip");
+                assertThat(zip).exists();
+                assertThat(before.toString()).doesNotContain(id);
+              }
+            });
   }
 
   private static long lastCommit(Path checkpoint) throws Exception {
     try (var files = Files.list(checkpoint.resolve("commits"))) {
-      return files.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
-          .mapToLong(Long::parseLong).max().orElseThrow();
+      return files
+          .map(p -> p.getFileName().toString())
+          .filter(n -> n.matches("\\d+"))
+          .mapToLong(Long::parseLong)
+          .max()
+          .orElseThrow();
     }
   }
 
@@ -200,18 +226,23 @@ class CheckpointFormatV2Test {
 
   /** The same query over the same files, uninterrupted (format v1, HDFS-backed store). */
   private List<String> oracle(StatefulQueries query) {
-    return ORACLES.computeIfAbsent(query, q -> {
-      Path dir = tmp.resolve("oracle-" + q.name());
-      StreamRun run = new StreamRun(spark, dir.resolve("input"));
-      for (int i = 0; i < 6; i++) {
-        run.writeEvents(i, 300, 40);
-      }
-      run.writeFlush(6);
-      run.runAvailable(q, dir.resolve("checkpoint"), dir.resolve("sink"),
-          StateStores.HDFS.withPartitions(2));
-      List<String> rows = run.sinkRows(dir.resolve("sink"), q);
-      assertThat(rows).isNotEmpty();
-      return rows;
-    });
+    return ORACLES.computeIfAbsent(
+        query,
+        q -> {
+          Path dir = tmp.resolve("oracle-" + q.name());
+          StreamRun run = new StreamRun(spark, dir.resolve("input"));
+          for (int i = 0; i < 6; i++) {
+            run.writeEvents(i, 300, 40);
+          }
+          run.writeFlush(6);
+          run.runAvailable(
+              q,
+              dir.resolve("checkpoint"),
+              dir.resolve("sink"),
+              StateStores.HDFS.withPartitions(2));
+          List<String> rows = run.sinkRows(dir.resolve("sink"), q);
+          assertThat(rows).isNotEmpty();
+          return rows;
+        });
   }
 }

@@ -44,12 +44,22 @@ class CrashSafetyTest {
   static final int FROM = 5;
   static final int TO = 3;
   static final int AGAIN = 6;
+
   /** Lock lease of the killed repartitions: a dead holder's lock is gone this soon. */
   static final long LOCK_LEASE_MS = 1500;
+
   /** Points after which the attempt is finished by recovery; before them it is undone. */
-  static final Set<String> FINISHED_BY_RECOVERY = Set.of("journal-switching", "offsets",
-      "publish-first-file", "published", "commit", "journal-finalizing", "metadata-v1",
-      "retired", "history");
+  static final Set<String> FINISHED_BY_RECOVERY =
+      Set.of(
+          "journal-switching",
+          "offsets",
+          "publish-first-file",
+          "published",
+          "commit",
+          "journal-finalizing",
+          "metadata-v1",
+          "retired",
+          "history");
 
   @TempDir static Path shared;
   private static Path template;
@@ -60,6 +70,7 @@ class CrashSafetyTest {
 
   /** The current case's folder (dynamic tests share one instance, so not a @TempDir). */
   private Path tmp;
+
   private long caseStarted;
 
   static Stream<Arguments> killPoints() {
@@ -76,10 +87,18 @@ class CrashSafetyTest {
   @MethodSource("killPoints")
   void killedAtAnyWriteStep(StateStores store, String point) throws Exception {
     StreamRun run = caseFrom(store);
-    int exit = ChildJvm.runCli(tmp.resolve("child.log"), killedAt(point),
-        "repartition", "--checkpoint", checkpoint().toString(), "--partitions",
-        Integer.toString(TO), "--assume-stopped");
-    assertThat(exit).as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
+    int exit =
+        ChildJvm.runCli(
+            tmp.resolve("child.log"),
+            killedAt(point),
+            "repartition",
+            "--checkpoint",
+            checkpoint().toString(),
+            "--partitions",
+            Integer.toString(TO),
+            "--assume-stopped");
+    assertThat(exit)
+        .as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
         .isEqualTo(137);
     Thread.sleep(LOCK_LEASE_MS + 100); // the dead holder's lock expires
     restartAndCheck(run, store, FINISHED_BY_RECOVERY.contains(point) ? TO : FROM);
@@ -87,28 +106,40 @@ class CrashSafetyTest {
   }
 
   /**
-   * The on-demand path: a query starting with {@code spark.sql.streaming.stateStore.partitions}
-   * set is killed while it repartitions; started again with the same setting, it ends up with the
-   * new count and the oracle's output.
+   * The on-demand path: a query starting with {@code spark.sql.streaming.stateStore.partitions} set
+   * is killed while it repartitions; started again with the same setting, it ends up with the new
+   * count and the oracle's output.
    */
   @ParameterizedTest(name = "SIGKILL at {1} on {0}, on-demand at query start")
   @MethodSource("onDemandKillPoints")
   void killedWhileRepartitioningAtQueryStart(StateStores store, String point) throws Exception {
     StreamRun run = caseFrom(store);
     addInput(2);
-    Process child = ChildJvm.start(tmp.resolve("child.log"), killedAt(point),
-        RunningQueryMain.class.getName(), input().toString(),
-        checkpoint().toString(), tmp.resolve("sink").toString(), store.name(), "7", "true",
-        "availableNow", Integer.toString(TO), tmp.resolve("marker").toString(), "0");
+    Process child =
+        ChildJvm.start(
+            tmp.resolve("child.log"),
+            killedAt(point),
+            RunningQueryMain.class.getName(),
+            input().toString(),
+            checkpoint().toString(),
+            tmp.resolve("sink").toString(),
+            store.name(),
+            "7",
+            "true",
+            "availableNow",
+            Integer.toString(TO),
+            tmp.resolve("marker").toString(),
+            "0");
     assertThat(child.waitFor(5, java.util.concurrent.TimeUnit.MINUTES)).isTrue();
-    assertThat(child.exitValue()).as("exit code; log: %s",
-        Files.readString(tmp.resolve("child.log"))).isEqualTo(137);
+    assertThat(child.exitValue())
+        .as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
+        .isEqualTo(137);
     Thread.sleep(LOCK_LEASE_MS + 100);
 
     Map<String, String> conf = new LinkedHashMap<>(store.withPartitions(7));
     conf.put(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(TO));
-    List<StreamingQueryProgress> restarted = run.runAvailable(StatefulQueries.WINDOWED_COUNT,
-        checkpoint(), tmp.resolve("sink"), conf);
+    List<StreamingQueryProgress> restarted =
+        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint(), tmp.resolve("sink"), conf);
     assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) TO);
     assertThat(StateShift.get(spark).verify(checkpoint().toString()).problems()).isEmpty();
     addInput(3);
@@ -121,16 +152,18 @@ class CrashSafetyTest {
   }
 
   static Stream<Arguments> onDemandKillPoints() {
-    return Stream.of(Arguments.of(StateStores.HDFS, "staging-task"),
+    return Stream.of(
+        Arguments.of(StateStores.HDFS, "staging-task"),
         Arguments.of(StateStores.ROCKSDB_CHANGELOG, "published"));
   }
 
   /**
    * I/O errors from the file system: one run through {@link FaultyFileSystem} records every
    * mutating file operation, grouped into the protocol's steps by its fail point names; then, for
-   * each step, a fresh copy is repartitioned with its first operation failing, and its last one
-   * for the single-threaded steps (and every rename of the journal's save after the commit). On RocksDB only the staging steps are failed: they are where
-   * its provider writes; the steps after staging run the same code for both stores.
+   * each step, a fresh copy is repartitioned with its first operation failing, and its last one for
+   * the single-threaded steps (and every rename of the journal's save after the commit). On RocksDB
+   * only the staging steps are failed: they are where its provider writes; the steps after staging
+   * run the same code for both stores.
    */
   @TestFactory
   Stream<DynamicTest> failedByAnIoErrorAtAnyWriteStep() throws Exception {
@@ -138,31 +171,42 @@ class CrashSafetyTest {
     List<DynamicTest> tests = new ArrayList<>();
     for (StateStores store : List.of(StateStores.HDFS, StateStores.ROCKSDB_CHANGELOG)) {
       Map<String, List<FaultyFileSystem.Operation>> steps = recordSteps(store);
-      steps.forEach((step, operations) -> {
-        // Staging tasks run in parallel, so only a step's first operation is the same every run.
-        boolean staging = step.equals("journal-staging") || step.equals("staging-task");
-        List<Integer> indexes = new ArrayList<>();
-        if (store == StateStores.HDFS || staging) {
-          indexes.add(0);
-        }
-        if (store == StateStores.HDFS && !staging && operations.size() > 1) {
-          indexes.add(operations.size() - 1);
-        }
-        if (store == StateStores.HDFS && step.equals("commit")) {
-          // The journal's save as FINALIZING, right after the commit: every rename in it, since
-          // an overwriting rename that failed half-way once lost the journal here.
-          for (int i = 1; i < operations.size() - 1; i++) {
-            if (operations.get(i).kind().equals("rename")) {
-              indexes.add(i);
+      steps.forEach(
+          (step, operations) -> {
+            // Staging tasks run in parallel, so only a step's first operation is the same every
+            // run.
+            boolean staging = step.equals("journal-staging") || step.equals("staging-task");
+            List<Integer> indexes = new ArrayList<>();
+            if (store == StateStores.HDFS || staging) {
+              indexes.add(0);
             }
-          }
-        }
-        for (int index : indexes) {
-          FaultyFileSystem.Operation op = operations.get(index);
-          tests.add(DynamicTest.dynamicTest("I/O error on " + store + " in step " + step + ": "
-              + op.kind() + " " + relative(op.path()), () -> failOnce(store, step, index)));
-        }
-      });
+            if (store == StateStores.HDFS && !staging && operations.size() > 1) {
+              indexes.add(operations.size() - 1);
+            }
+            if (store == StateStores.HDFS && step.equals("commit")) {
+              // The journal's save as FINALIZING, right after the commit: every rename in it, since
+              // an overwriting rename that failed half-way once lost the journal here.
+              for (int i = 1; i < operations.size() - 1; i++) {
+                if (operations.get(i).kind().equals("rename")) {
+                  indexes.add(i);
+                }
+              }
+            }
+            for (int index : indexes) {
+              FaultyFileSystem.Operation op = operations.get(index);
+              tests.add(
+                  DynamicTest.dynamicTest(
+                      "I/O error on "
+                          + store
+                          + " in step "
+                          + step
+                          + ": "
+                          + op.kind()
+                          + " "
+                          + relative(op.path()),
+                      () -> failOnce(store, step, index)));
+            }
+          });
     }
     return tests.stream();
   }
@@ -174,8 +218,11 @@ class CrashSafetyTest {
     FaultyFileSystem.reset(true);
     FailPoints.observe(FaultyFileSystem::step);
     try {
-      StateShift.get(spark).repartitionState(FaultyFileSystem.uriOf(checkpoint()))
-          .toPartitions(TO).assumeStopped().execute();
+      StateShift.get(spark)
+          .repartitionState(FaultyFileSystem.uriOf(checkpoint()))
+          .toPartitions(TO)
+          .assumeStopped()
+          .execute();
     } finally {
       FailPoints.observe(null);
     }
@@ -183,8 +230,14 @@ class CrashSafetyTest {
     for (FaultyFileSystem.Operation op : FaultyFileSystem.recorded()) {
       steps.computeIfAbsent(op.step(), s -> new ArrayList<>()).add(op);
     }
-    assertThat(steps.keySet()).as("steps with file operations")
-        .contains("start", "locked", "journal-staging", "staged", "journal-switching",
+    assertThat(steps.keySet())
+        .as("steps with file operations")
+        .contains(
+            "start",
+            "locked",
+            "journal-staging",
+            "staged",
+            "journal-switching",
             "journal-finalizing");
     return steps;
   }
@@ -197,8 +250,11 @@ class CrashSafetyTest {
     System.setProperty("stateshift.lockLeaseMs", Long.toString(LOCK_LEASE_MS));
     RuntimeException error = null;
     try {
-      StateShift.get(spark).repartitionState(FaultyFileSystem.uriOf(checkpoint()))
-          .toPartitions(TO).assumeStopped().execute();
+      StateShift.get(spark)
+          .repartitionState(FaultyFileSystem.uriOf(checkpoint()))
+          .toPartitions(TO)
+          .assumeStopped()
+          .execute();
     } catch (RuntimeException e) {
       error = e;
     } finally {
@@ -214,7 +270,8 @@ class CrashSafetyTest {
       assertThat(failed.kind()).isEqualTo("delete");
       switched = true;
     } else {
-      assertThat(error).isInstanceOf(StateShiftException.class)
+      assertThat(error)
+          .isInstanceOf(StateShiftException.class)
           .hasMessageContaining(checkpoint().getFileName().toString())
           .hasStackTraceContaining("injected I/O error");
     }
@@ -225,13 +282,14 @@ class CrashSafetyTest {
 
   /** One line per passed case in the test output: the class runs long, this shows how far. */
   private void passed(String testCase) {
-    System.err.printf("CrashSafetyTest passed (%s s): %s%n",
+    System.err.printf(
+        "CrashSafetyTest passed (%s s): %s%n",
         (System.currentTimeMillis() - caseStarted) / 1000, testCase);
   }
 
   private static List<String> killedAt(String point) {
-    return List.of("-D" + FailPoints.PROPERTY + "=" + point,
-        "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS);
+    return List.of(
+        "-D" + FailPoints.PROPERTY + "=" + point, "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS);
   }
 
   private Path checkpoint() {
@@ -283,9 +341,11 @@ class CrashSafetyTest {
   private void restartAndCheck(StreamRun run, StateStores store, int expected) throws IOException {
     Path sink = tmp.resolve("sink");
     addInput(2);
-    List<StreamingQueryProgress> restarted = run.runAvailable(StatefulQueries.WINDOWED_COUNT,
-        checkpoint(), sink, store.withPartitions(7));
-    assertThat(StreamRun.stateInstances(restarted)).as("state partitions after the restart")
+    List<StreamingQueryProgress> restarted =
+        run.runAvailable(
+            StatefulQueries.WINDOWED_COUNT, checkpoint(), sink, store.withPartitions(7));
+    assertThat(StreamRun.stateInstances(restarted))
+        .as("state partitions after the restart")
         .containsOnly((long) expected);
     assertThat(checkpoint().resolve("_stateshift/journal")).doesNotExist();
     assertThat(checkpoint().resolve("_stateshift/journal.previous")).doesNotExist();
@@ -294,15 +354,19 @@ class CrashSafetyTest {
     StateAssertions.assertMetadataReports(spark, checkpoint().toString(), expected);
 
     int next = expected == TO ? AGAIN : TO;
-    RepartitionResult again = StateShift.get(spark).repartitionState(checkpoint().toString())
-        .toPartitions(next).execute();
+    RepartitionResult again =
+        StateShift.get(spark)
+            .repartitionState(checkpoint().toString())
+            .toPartitions(next)
+            .execute();
     assertThat(again.toPartitions()).isEqualTo(next);
     assertThat(StateShift.get(spark).verify(checkpoint().toString()).problems()).isEmpty();
     addInput(3);
     addInput(4);
     addInput(5);
-    List<StreamingQueryProgress> last = run.runAvailable(StatefulQueries.WINDOWED_COUNT,
-        checkpoint(), sink, store.withPartitions(7));
+    List<StreamingQueryProgress> last =
+        run.runAvailable(
+            StatefulQueries.WINDOWED_COUNT, checkpoint(), sink, store.withPartitions(7));
     assertThat(StreamRun.stateInstances(last)).containsOnly((long) next);
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
@@ -317,8 +381,11 @@ class CrashSafetyTest {
         run.writeEvents(i, 200, 30);
       }
       run.writeFlush(4);
-      run.runAvailable(StatefulQueries.WINDOWED_COUNT, dir.resolve("checkpoint"),
-          dir.resolve("sink"), StateStores.HDFS.withPartitions(2));
+      run.runAvailable(
+          StatefulQueries.WINDOWED_COUNT,
+          dir.resolve("checkpoint"),
+          dir.resolve("sink"),
+          StateStores.HDFS.withPartitions(2));
       oracle = run.sinkRows(dir.resolve("sink"), StatefulQueries.WINDOWED_COUNT);
       template = dir.resolve("input");
       assertThat(oracle).isNotEmpty();
@@ -333,8 +400,12 @@ class CrashSafetyTest {
     if (base == null) {
       base = shared.resolve("base-" + store);
       resetInput();
-      new StreamRun(spark, input()).runAvailable(StatefulQueries.WINDOWED_COUNT,
-          base.resolve("checkpoint"), base.resolve("sink"), store.withPartitions(FROM));
+      new StreamRun(spark, input())
+          .runAvailable(
+              StatefulQueries.WINDOWED_COUNT,
+              base.resolve("checkpoint"),
+              base.resolve("sink"),
+              store.withPartitions(FROM));
       BASE.put(store, base);
     }
     return base;
@@ -347,21 +418,23 @@ class CrashSafetyTest {
 
   private static void copyTree(Path from, Path to) throws IOException {
     try (Stream<Path> walk = Files.walk(from)) {
-      walk.forEach(p -> {
-        try {
-          Path target = to.resolve(from.relativize(p).toString());
-          String name = p.getFileName().toString();
-          if (Files.isDirectory(p)) {
-            Files.createDirectories(target);
-          } else if (!(name.startsWith(".") && name.endsWith(".crc"))) {
-            // Hadoop's local checksum side files are left out: faulty:// writes through the raw
-            // local file system, which would leave them stale for the checksummed file:// reads.
-            Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
-          }
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      });
+      walk.forEach(
+          p -> {
+            try {
+              Path target = to.resolve(from.relativize(p).toString());
+              String name = p.getFileName().toString();
+              if (Files.isDirectory(p)) {
+                Files.createDirectories(target);
+              } else if (!(name.startsWith(".") && name.endsWith(".crc"))) {
+                // Hadoop's local checksum side files are left out: faulty:// writes through the raw
+                // local file system, which would leave them stale for the checksummed file://
+                // reads.
+                Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
+              }
+            } catch (IOException e) {
+              throw new UncheckedIOException(e);
+            }
+          });
     }
   }
 }

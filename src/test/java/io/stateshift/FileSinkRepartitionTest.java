@@ -36,14 +36,15 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Spark's file sink keeps a log of its own keyed by batch id ({@code <output>/_spark_metadata}),
- * compacted every few batches; compaction and every batch read of the output need an entry for
- * each batch id. A query repartitioned (by the command, on demand, after a crash, rolled back, or
- * by Spark's built-in runner and then repaired) runs on past two compactions, and its output, read
+ * compacted every few batches; compaction and every batch read of the output need an entry for each
+ * batch id. A query repartitioned (by the command, on demand, after a crash, rolled back, or by
+ * Spark's built-in runner and then repaired) runs on past two compactions, and its output, read
  * back with {@code spark.read}, equals the uninterrupted run's.
  */
 class FileSinkRepartitionTest {
   /** Small, so the restarted query passes two compactions within a few batches. */
   static final int COMPACT_INTERVAL = 2;
+
   static final int FIRST_FILES = 3;
   static final int MORE_FILES = 3;
   static final int ROWS_PER_FILE = 200;
@@ -56,8 +57,10 @@ class FileSinkRepartitionTest {
 
   @BeforeEach
   void smallCompactInterval() {
-    spark.conf().set("spark.sql.streaming.fileSink.log.compactInterval",
-        Integer.toString(COMPACT_INTERVAL));
+    spark
+        .conf()
+        .set(
+            "spark.sql.streaming.fileSink.log.compactInterval", Integer.toString(COMPACT_INTERVAL));
   }
 
   @AfterEach
@@ -81,8 +84,12 @@ class FileSinkRepartitionTest {
   void repartitionedByTheCommand(String format, StateStores store) {
     Case c = new Case(format, store);
     c.runFirst(4);
-    RepartitionResult result = StateShift.get(spark).repartitionState(c.checkpoint())
-        .toPartitions(8).assumeStopped().execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(c.checkpoint())
+            .toPartitions(8)
+            .assumeStopped()
+            .execute();
     // The sink's log has the repartition's batch before the query runs again.
     assertThat(c.sinkLogEntries()).contains(Long.toString(result.batchId()));
     c.runRestAndCheck(store.withPartitions(4));
@@ -94,11 +101,16 @@ class FileSinkRepartitionTest {
     Case c = new Case("parquet", StateStores.HDFS);
     c.runFirst(4);
     Files.delete(c.root.resolve("checkpoint/_stateshift/file-sink"));
-    RepartitionResult result = StateShift.get(spark).repartitionState(c.checkpoint())
-        .toPartitions(3).fileSink(c.out().toString()).assumeStopped().execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(c.checkpoint())
+            .toPartitions(3)
+            .fileSink(c.out().toString())
+            .assumeStopped()
+            .execute();
     assertThat(c.sinkLogEntries()).contains(Long.toString(result.batchId()));
-    assertThat(StateShift.get(spark).verify(c.checkpoint(), List.of(c.out().toString()))
-        .problems()).isEmpty();
+    assertThat(StateShift.get(spark).verify(c.checkpoint(), List.of(c.out().toString())).problems())
+        .isEmpty();
     c.runRestAndCheck(StateStores.HDFS.withPartitions(4));
   }
 
@@ -117,8 +129,12 @@ class FileSinkRepartitionTest {
   void rolledBack() {
     Case c = new Case("parquet", StateStores.ROCKSDB_CHANGELOG);
     c.runFirst(4);
-    RepartitionResult result = StateShift.get(spark).repartitionState(c.checkpoint())
-        .toPartitions(8).assumeStopped().execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(c.checkpoint())
+            .toPartitions(8)
+            .assumeStopped()
+            .execute();
     String entry = Long.toString(result.batchId());
     assertThat(c.sinkLogEntries()).contains(entry);
     StateShift.get(spark).rollbackRepartition(c.checkpoint(), true);
@@ -134,10 +150,18 @@ class FileSinkRepartitionTest {
   void killedAfterTheSinkEntryThenFinished() throws Exception {
     Case c = new Case("json", StateStores.HDFS);
     c.runFirst(4);
-    int exit = ChildJvm.runCli(c.root.resolve("child.log"),
-        List.of("-D" + FailPoints.PROPERTY + "=" + FailPoints.SINK_LOG,
-            "-Dstateshift.lockLeaseMs=1500"),
-        "repartition", "--checkpoint", c.checkpoint(), "--partitions", "7", "--assume-stopped");
+    int exit =
+        ChildJvm.runCli(
+            c.root.resolve("child.log"),
+            List.of(
+                "-D" + FailPoints.PROPERTY + "=" + FailPoints.SINK_LOG,
+                "-Dstateshift.lockLeaseMs=1500"),
+            "repartition",
+            "--checkpoint",
+            c.checkpoint(),
+            "--partitions",
+            "7",
+            "--assume-stopped");
     assertThat(exit).as("exit code; log: %s", c.root.resolve("child.log")).isEqualTo(137);
     assertThat(Files.exists(c.root.resolve("checkpoint/_stateshift/journal"))).isTrue();
     Thread.sleep(1600); // the dead holder's lock lease expires
@@ -146,8 +170,8 @@ class FileSinkRepartitionTest {
   }
 
   /**
-   * Spark's built-in runner leaves the gap: verify and the doctor explain it and name the fix,
-   * the repair fills it, and the query then runs on with whole output.
+   * Spark's built-in runner leaves the gap: verify and the doctor explain it and name the fix, the
+   * repair fills it, and the query then runs on with whole output.
    */
   @Test
   void builtInRunnersGapFoundAndRepaired() {
@@ -155,28 +179,47 @@ class FileSinkRepartitionTest {
     c.runFirst(4);
     Path recorded = c.root.resolve("checkpoint/_stateshift/file-sink");
     assertThat(recorded).exists();
-    ((org.apache.spark.sql.classic.SparkSession) spark).streamingCheckpointManager()
+    ((org.apache.spark.sql.classic.SparkSession) spark)
+        .streamingCheckpointManager()
         .repartition(c.checkpoint(), 8, true);
     long repartitionBatch = Long.parseLong(c.lastOffsetsEntry());
     assertThat(c.sinkLogEntries()).doesNotContain(Long.toString(repartitionBatch));
 
     VerificationReport report = StateShift.get(spark).verify(c.checkpoint());
-    assertThat(report.problems()).anySatisfy(p -> assertThat(p)
-        .contains("batch " + repartitionBatch + " is a repartition batch")
-        .contains("stateshift repair-sink-log"));
+    assertThat(report.problems())
+        .anySatisfy(
+            p ->
+                assertThat(p)
+                    .contains("batch " + repartitionBatch + " is a repartition batch")
+                    .contains("stateshift repair-sink-log"));
     DoctorReport doctor = StateShift.get(spark).doctor(c.checkpoint()).run();
-    assertThat(doctor.findings()).filteredOn(f -> f.code().equals("FILE_SINK_LOG_GAP"))
-        .singleElement().satisfies((Finding f) -> assertThat(f.fix())
-            .contains("repair-sink-log --checkpoint").contains("--file-sink"));
+    assertThat(doctor.findings())
+        .filteredOn(f -> f.code().equals("FILE_SINK_LOG_GAP"))
+        .singleElement()
+        .satisfies(
+            (Finding f) ->
+                assertThat(f.fix())
+                    .contains("repair-sink-log --checkpoint")
+                    .contains("--file-sink"));
 
     // The command line, as a user runs it after the doctor's advice.
     java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
-    int exit = new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(printed, true),
-        new java.io.PrintStream(new java.io.ByteArrayOutputStream(), true)).run(new String[] {
-            "repair-sink-log", "--checkpoint", c.checkpoint(), "--file-sink", c.out().toString(),
-            "--json"});
+    int exit =
+        new io.stateshift.cli.StateShiftCli(
+                new java.io.PrintStream(printed, true),
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream(), true))
+            .run(
+                new String[] {
+                  "repair-sink-log",
+                  "--checkpoint",
+                  c.checkpoint(),
+                  "--file-sink",
+                  c.out().toString(),
+                  "--json"
+                });
     assertThat(exit).isZero();
-    assertThat(printed.toString()).contains("\"filled\":[" + repartitionBatch + "]")
+    assertThat(printed.toString())
+        .contains("\"filled\":[" + repartitionBatch + "]")
         .contains("\"unfillable\":[]");
     // Repairing again finds nothing to do.
     SinkLogRepair again = StateShift.get(spark).repairSinkLog(c.checkpoint(), c.out().toString());
@@ -193,7 +236,8 @@ class FileSinkRepartitionTest {
     c.runFirst(4);
     // An increase: after a decrease the built-in runner leaves the dropped partition folders
     // behind, which verify reports as damage of its own.
-    ((org.apache.spark.sql.classic.SparkSession) spark).streamingCheckpointManager()
+    ((org.apache.spark.sql.classic.SparkSession) spark)
+        .streamingCheckpointManager()
         .repartition(c.checkpoint(), 6, true);
     c.runRestAndCheck(StateStores.ROCKSDB.withPartitions(4));
   }
@@ -205,12 +249,20 @@ class FileSinkRepartitionTest {
     c.runFirst(4);
     Path notASink = Files.createDirectories(c.root.resolve("not-a-sink"));
     Map<String, String> before = CheckpointDigest.of(c.root.resolve("checkpoint"));
-    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(c.checkpoint())
-        .toPartitions(8).fileSink(notASink.toString()).assumeStopped().execute())
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .repartitionState(c.checkpoint())
+                    .toPartitions(8)
+                    .fileSink(notASink.toString())
+                    .assumeStopped()
+                    .execute())
         .isInstanceOf(StateShiftException.class)
         .hasMessageContaining("is not the output folder of a file sink")
-        .satisfies(e -> assertThat(((StateShiftException) e).reason())
-            .isEqualTo(StateShiftException.Reason.INVALID_ARGUMENT));
+        .satisfies(
+            e ->
+                assertThat(((StateShiftException) e).reason())
+                    .isEqualTo(StateShiftException.Reason.INVALID_ARGUMENT));
     assertThat(CheckpointDigest.of(c.root.resolve("checkpoint"))).isEqualTo(before);
   }
 
@@ -252,9 +304,12 @@ class FileSinkRepartitionTest {
       run.writeFlush(FIRST_FILES + MORE_FILES);
       long before = latestSinkBatch();
       lastInstances = runQuery(run, root.resolve("checkpoint"), out(), conf);
-      long compactions = sinkLogEntries().stream().filter(n -> n.endsWith(".compact"))
-          .mapToLong(n -> Long.parseLong(n.substring(0, n.indexOf('.'))))
-          .filter(id -> id > before).count();
+      long compactions =
+          sinkLogEntries().stream()
+              .filter(n -> n.endsWith(".compact"))
+              .mapToLong(n -> Long.parseLong(n.substring(0, n.indexOf('.'))))
+              .filter(id -> id > before)
+              .count();
       assertThat(compactions).as("compactions after the restart").isGreaterThanOrEqualTo(2);
       assertThat(readBack(out())).containsExactlyElementsOf(oracle(format));
       assertThat(StateShift.get(spark).verify(checkpoint()).problems()).isEmpty();
@@ -265,14 +320,19 @@ class FileSinkRepartitionTest {
     }
 
     long latestSinkBatch() {
-      return sinkLogEntries().stream().mapToLong(n -> Long.parseLong(n.replace(".compact", "")))
-          .max().orElse(-1);
+      return sinkLogEntries().stream()
+          .mapToLong(n -> Long.parseLong(n.replace(".compact", "")))
+          .max()
+          .orElse(-1);
     }
 
     List<String> sinkLogEntries() {
       try (Stream<Path> files = Files.list(out().resolve("_spark_metadata"))) {
-        return files.map(p -> p.getFileName().toString()).filter(n -> !n.startsWith("."))
-            .sorted().toList();
+        return files
+            .map(p -> p.getFileName().toString())
+            .filter(n -> !n.startsWith("."))
+            .sorted()
+            .toList();
       } catch (java.io.IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -280,27 +340,36 @@ class FileSinkRepartitionTest {
 
     String lastOffsetsEntry() {
       try (Stream<Path> files = Files.list(root.resolve("checkpoint/offsets"))) {
-        return files.map(p -> p.getFileName().toString()).filter(n -> !n.startsWith("."))
-            .max(java.util.Comparator.comparingLong(Long::parseLong)).orElseThrow();
+        return files
+            .map(p -> p.getFileName().toString())
+            .filter(n -> !n.startsWith("."))
+            .max(java.util.Comparator.comparingLong(Long::parseLong))
+            .orElseThrow();
       } catch (java.io.IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
     }
 
     /** Runs the query to the end of its input; returns the state store instances it reported. */
-    private List<Long> runQuery(StreamRun input, Path checkpoint, Path out,
-        Map<String, String> conf) {
+    private List<Long> runQuery(
+        StreamRun input, Path checkpoint, Path out, Map<String, String> conf) {
       conf.forEach((k, v) -> spark.conf().set(k, v));
       try {
-        Dataset<Row> events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
-            .option("maxFilesPerTrigger", 1).json(input.inputLocation());
-        StreamingQuery query = asFormat(StatefulQueries.WINDOWED_COUNT.apply(events)).writeStream()
-            .format(format)
-            .outputMode("append")
-            .option("checkpointLocation", checkpoint.toString())
-            .option("path", out.toString())
-            .trigger(Trigger.AvailableNow())
-            .start();
+        Dataset<Row> events =
+            spark
+                .readStream()
+                .schema(StreamRun.EVENT_SCHEMA)
+                .option("maxFilesPerTrigger", 1)
+                .json(input.inputLocation());
+        StreamingQuery query =
+            asFormat(StatefulQueries.WINDOWED_COUNT.apply(events))
+                .writeStream()
+                .format(format)
+                .outputMode("append")
+                .option("checkpointLocation", checkpoint.toString())
+                .option("path", out.toString())
+                .trigger(Trigger.AvailableNow())
+                .start();
         query.awaitTermination();
         StreamRun.awaitQueryEvents(spark);
         return StreamRun.stateInstances(List.of(query.recentProgress()));
@@ -314,36 +383,48 @@ class FileSinkRepartitionTest {
     /** csv and text hold one string column; the other formats keep the query's columns. */
     private Dataset<Row> asFormat(Dataset<Row> rows) {
       return switch (format) {
-        case "text", "csv" -> rows.select(concat_ws("|", col("window_start").cast("string"),
-            col("window_end").cast("string"), col("device"), col("count").cast("string"))
-            .as("value"));
+        case "text", "csv" ->
+            rows.select(
+                concat_ws(
+                        "|",
+                        col("window_start").cast("string"),
+                        col("window_end").cast("string"),
+                        col("device"),
+                        col("count").cast("string"))
+                    .as("value"));
         default -> rows;
       };
     }
 
     /** The output read back the way users read it, as sorted strings. */
     private List<String> readBack(Path out) {
-      Dataset<Row> rows = format.equals("csv")
-          ? spark.read().schema("value STRING").csv(out.toString())
-          : spark.read().format(format).load(out.toString());
+      Dataset<Row> rows =
+          format.equals("csv")
+              ? spark.read().schema("value STRING").csv(out.toString())
+              : spark.read().format(format).load(out.toString());
       return rows.collectAsList().stream().map(Row::toString).sorted().toList();
     }
 
     /** The same query over all the input, on a fresh checkpoint and output, in one run. */
     private List<String> oracle(String format) {
-      return ORACLES.computeIfAbsent(format, f -> {
-        Path dir = tmp.resolve("oracle-" + f);
-        StreamRun all = new StreamRun(spark, dir.resolve("input"));
-        for (int i = 0; i < FIRST_FILES + MORE_FILES; i++) {
-          all.writeEvents(i, ROWS_PER_FILE, DEVICES);
-        }
-        all.writeFlush(FIRST_FILES + MORE_FILES);
-        runQuery(all, dir.resolve("checkpoint"), dir.resolve("out"),
-            StateStores.HDFS.withPartitions(5));
-        List<String> rows = readBack(dir.resolve("out"));
-        assertThat(rows).isNotEmpty();
-        return rows;
-      });
+      return ORACLES.computeIfAbsent(
+          format,
+          f -> {
+            Path dir = tmp.resolve("oracle-" + f);
+            StreamRun all = new StreamRun(spark, dir.resolve("input"));
+            for (int i = 0; i < FIRST_FILES + MORE_FILES; i++) {
+              all.writeEvents(i, ROWS_PER_FILE, DEVICES);
+            }
+            all.writeFlush(FIRST_FILES + MORE_FILES);
+            runQuery(
+                all,
+                dir.resolve("checkpoint"),
+                dir.resolve("out"),
+                StateStores.HDFS.withPartitions(5));
+            List<String> rows = readBack(dir.resolve("out"));
+            assertThat(rows).isNotEmpty();
+            return rows;
+          });
     }
   }
 }

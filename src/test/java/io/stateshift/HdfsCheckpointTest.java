@@ -27,8 +27,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The oracle on a real HDFS: a MiniDFSCluster (NameNode and DataNode in this JVM) holds the
- * checkpoint; lock, journal, staging and the switch all go through the HDFS client, and a
- * second repartition is refused while the lock is held, leaving the checkpoint unchanged.
+ * checkpoint; lock, journal, staging and the switch all go through the HDFS client, and a second
+ * repartition is refused while the lock is held, leaving the checkpoint unchanged.
  */
 class HdfsCheckpointTest {
   private static MiniDFSCluster cluster;
@@ -52,7 +52,9 @@ class HdfsCheckpointTest {
   }
 
   @ParameterizedTest(name = "{0} state, checkpoint on HDFS, 4 -> 6 -> 3")
-  @EnumSource(value = StateStores.class, names = {"HDFS", "ROCKSDB_CHANGELOG"})
+  @EnumSource(
+      value = StateStores.class,
+      names = {"HDFS", "ROCKSDB_CHANGELOG"})
   void repartitionedQueryOnHdfsWritesTheUninterruptedOutput(StateStores store) throws Exception {
     String checkpoint = cluster.getURI() + "/checkpoints/" + store.name().toLowerCase();
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
@@ -63,15 +65,15 @@ class HdfsCheckpointTest {
 
     assertASecondRepartitionIsRefusedWhileTheLockIsHeld(checkpoint);
 
-    RepartitionResult up = StateShift.get(spark).repartitionState(checkpoint).toPartitions(6)
-        .execute();
+    RepartitionResult up =
+        StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute();
     assertThat(up.plan().checkpoint()).startsWith("hdfs://");
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, up.batchId(), 6);
     run.writeEvents(2, 300, 30);
     run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(4));
 
-    RepartitionResult down = StateShift.get(spark).repartitionState(checkpoint).toPartitions(3)
-        .execute();
+    RepartitionResult down =
+        StateShift.get(spark).repartitionState(checkpoint).toPartitions(3).execute();
     assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
     StateAssertions.assertMetadataReports(spark, checkpoint, 3);
     FileSystem hdfs = cluster.getFileSystem();
@@ -91,9 +93,13 @@ class HdfsCheckpointTest {
 
     StreamRun oracle = new StreamRun(spark, tmp.resolve("input"));
     Path oracleSink = tmp.resolve("oracle-sink");
-    oracle.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"),
-        oracleSink, StateStores.HDFS.withPartitions(2));
-    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT)).isNotEmpty()
+    oracle.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        tmp.resolve("oracle-checkpoint"),
+        oracleSink,
+        StateStores.HDFS.withPartitions(2));
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .isNotEmpty()
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
   }
 
@@ -102,12 +108,12 @@ class HdfsCheckpointTest {
       throws java.io.IOException {
     FileSystem hdfs = cluster.getFileSystem();
     org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(checkpoint);
-    CheckpointFiles files = CheckpointFiles.at(checkpoint,
-        spark.sparkContext().hadoopConfiguration());
+    CheckpointFiles files =
+        CheckpointFiles.at(checkpoint, spark.sparkContext().hadoopConfiguration());
     try (CheckpointLock held = CheckpointLock.acquire(files, "repartition to 8", 600_000)) {
       Map<String, String> before = CheckpointDigest.of(hdfs, root);
-      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint).toPartitions(6)
-          .execute())
+      assertThatThrownBy(
+              () -> StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute())
           .isInstanceOf(StateShiftException.class)
           .hasMessageContaining("is locked by")
           .hasMessageContaining("(repartition to 8)");

@@ -30,7 +30,10 @@ class HistoryTest {
     run.writeEvents(0, 300, 30);
     run.writeEvents(1, 300, 30);
     Path checkpoint = tmp.resolve("checkpoint");
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
         store.withPartitions(partitions));
     return checkpoint;
   }
@@ -41,8 +44,8 @@ class HistoryTest {
     String cp = checkpoint.toString();
     assertThat(StateShift.get(spark).history(cp)).isEmpty();
 
-    RepartitionResult result = StateShift.get(spark).repartitionState(cp).toPartitions(2)
-        .assumeStopped().execute();
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(cp).toPartitions(2).assumeStopped().execute();
     List<HistoryEntry> afterRepartition = StateShift.get(spark).history(cp);
     assertThat(afterRepartition).hasSize(1);
     HistoryEntry repartition = afterRepartition.get(0);
@@ -55,7 +58,8 @@ class HistoryTest {
     assertThat(repartition.bytesMoved()).isEqualTo(result.bytesMoved()).isPositive();
     assertThat(repartition.durationMs()).isBetween(0L, result.totalMillis() + 1000);
     assertThat(repartition.path()).startsWith("rocksdb");
-    assertThat(repartition.application()).contains(spark.sparkContext().appName())
+    assertThat(repartition.application())
+        .contains(spark.sparkContext().appName())
         .contains(spark.sparkContext().applicationId());
     assertThat(repartition.user()).isEqualTo(spark.sparkContext().sparkUser());
     assertThat(repartition.rolledBack()).isFalse();
@@ -79,10 +83,12 @@ class HistoryTest {
     // A refusal is not recorded, and leaves the checkpoint (its history included) as it was.
     Map<String, String> before = CheckpointDigest.of(checkpoint);
     assertThatThrownBy(() -> StateShift.get(spark).repartitionState(cp).toPartitions(4).execute())
-        .isInstanceOfSatisfying(StateShiftException.class,
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(StateShiftException.Reason.SAME_PARTITION_COUNT));
     assertThatThrownBy(() -> StateShift.get(spark).rollbackRepartition(cp, true))
-        .isInstanceOf(StateShiftException.class).hasMessageContaining("nothing to roll back");
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("nothing to roll back");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
     assertThat(StateShift.get(spark).history(cp)).hasSize(2);
   }
@@ -97,9 +103,15 @@ class HistoryTest {
     FaultyFileSystem.failAt("journal-switching", 0);
     FailPoints.observe(FaultyFileSystem::step);
     try {
-      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(cp).toPartitions(6)
-          .assumeStopped().execute())
-          .isInstanceOfSatisfying(StateShiftException.class,
+      assertThatThrownBy(
+              () ->
+                  StateShift.get(spark)
+                      .repartitionState(cp)
+                      .toPartitions(6)
+                      .assumeStopped()
+                      .execute())
+          .isInstanceOfSatisfying(
+              StateShiftException.class,
               e -> assertThat(e.reason()).isEqualTo(StateShiftException.Reason.FAILED))
           .hasMessageContaining("had begun");
     } finally {
@@ -113,8 +125,10 @@ class HistoryTest {
     assertThat(failure.outcome()).isEqualTo(Outcome.FAILED);
     assertThat(failure.fromPartitions()).isEqualTo(4);
     assertThat(failure.toPartitions()).isEqualTo(6);
-    assertThat(failure.message().orElseThrow()).startsWith("FAILED: ")
-        .contains("injected I/O error").contains("had begun");
+    assertThat(failure.message().orElseThrow())
+        .startsWith("FAILED: ")
+        .contains("injected I/O error")
+        .contains("had begun");
     assertThat(failure.path()).startsWith("hdfs");
 
     // The next run finishes the interrupted attempt: listed as completed, after the failure.

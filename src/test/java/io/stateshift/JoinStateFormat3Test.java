@@ -25,15 +25,19 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The oracle for stream-stream joins in state format 3 (one RocksDB store per partition, the four
- * join stores as its column families): repartitioned 3 -> 5 and then 5 -> 2 on the same
- * checkpoint with input in between, the query writes exactly what it writes when run without
- * interruption; after each repartition every key of every column family sits in the partition
- * Spark assigns its join key, and every row read is written.
+ * join stores as its column families): repartitioned 3 -> 5 and then 5 -> 2 on the same checkpoint
+ * with input in between, the query writes exactly what it writes when run without interruption;
+ * after each repartition every key of every column family sits in the partition Spark assigns its
+ * join key, and every row read is written.
  */
 class JoinStateFormat3Test {
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
-  static final List<String> FAMILIES = List.of("left-keyToNumValues", "left-keyWithIndexToValue",
-      "right-keyToNumValues", "right-keyWithIndexToValue");
+  static final List<String> FAMILIES =
+      List.of(
+          "left-keyToNumValues",
+          "left-keyWithIndexToValue",
+          "right-keyToNumValues",
+          "right-keyWithIndexToValue");
   static final int ROWS_PER_FILE = 60;
   static final int DEVICES = 12;
   static final int EVENT_FILES = 3;
@@ -50,8 +54,8 @@ class JoinStateFormat3Test {
 
   @ParameterizedTest(name = "{0} on {1}: 3 -> 5 -> 2")
   @MethodSource("scenarios")
-  void repartitionedTwiceTheJoinWritesExactlyTheUninterruptedOutput(OperatorQueries query,
-      StateStores store) {
+  void repartitionedTwiceTheJoinWritesExactlyTheUninterruptedOutput(
+      OperatorQueries query, StateStores store) {
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -98,15 +102,20 @@ class JoinStateFormat3Test {
   }
 
   /**
-   * Reads every column family with Spark's statestore source (a join store name selects the
-   * column family in format 3) and checks each key's partition against pmod(hash(join key), n),
-   * computed in SQL; a keyWithIndexToValue key is the join key and an index.
+   * Reads every column family with Spark's statestore source (a join store name selects the column
+   * family in format 3) and checks each key's partition against pmod(hash(join key), n), computed
+   * in SQL; a keyWithIndexToValue key is the join key and an index.
    */
   private void assertEveryKeyInItsSparkPartition(Path checkpoint, long batchId, int partitions) {
     for (String family : FAMILIES) {
-      Dataset<Row> state = spark.read().format("statestore")
-          .option("batchId", batchId).option("operatorId", 0).option("storeName", family)
-          .load(checkpoint.toString());
+      Dataset<Row> state =
+          spark
+              .read()
+              .format("statestore")
+              .option("batchId", batchId)
+              .option("operatorId", 0)
+              .option("storeName", family)
+              .load(checkpoint.toString());
       StructField[] key = ((StructType) state.schema().apply("key").dataType()).fields();
       List<String> joinKey = new ArrayList<>();
       for (int i = 0; i < key.length - (family.endsWith("keyWithIndexToValue") ? 1 : 0); i++) {
@@ -114,8 +123,12 @@ class JoinStateFormat3Test {
       }
       String expected = "pmod(hash(" + String.join(", ", joinKey) + "), " + partitions + ")";
       assertThat(state.count()).as("rows of %s", family).isPositive();
-      assertThat(state.filter("partition_id != " + expected + " OR partition_id >= " + partitions)
-          .count()).as("misplaced keys of %s", family).isZero();
+      assertThat(
+              state
+                  .filter("partition_id != " + expected + " OR partition_id >= " + partitions)
+                  .count())
+          .as("misplaced keys of %s", family)
+          .isZero();
     }
   }
 

@@ -26,8 +26,8 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Checkpoints written by Spark 3.5, 4.0 and 4.1 (committed fixtures, made by
- * {@code fixtures/regenerate} with those versions from Maven Central), picked up by Spark 4.2:
+ * Checkpoints written by Spark 3.5, 4.0 and 4.1 (committed fixtures, made by {@code
+ * fixtures/regenerate} with those versions from Maven Central), picked up by Spark 4.2:
  * repartitioned, then continued over more input on 4.2; the whole output must equal the same query
  * run on 4.2 without interruption over the same input. Spark 3.5 writes no operator metadata: the
  * operator is derived from its state schema (see OperatorWithoutMetadata), and the placement the
@@ -42,7 +42,10 @@ class OldSparkCheckpointTest {
 
   @TempDir Path tmp;
 
-  /** Every fixture once; per version, each provider is increased for one query, decreased for the other. */
+  /**
+   * Every fixture once; per version, each provider is increased for one query, decreased for the
+   * other.
+   */
   static Stream<Arguments> fixtures() {
     List<Arguments> out = new ArrayList<>();
     for (String version : VERSIONS) {
@@ -56,8 +59,8 @@ class OldSparkCheckpointTest {
 
   @ParameterizedTest(name = "Spark {0} {1} on {2}: 3 -> {3} partitions, continued on 4.2")
   @MethodSource("fixtures")
-  void oldCheckpointIsRepartitionedAndContinuedOnSpark42(String version, Query query,
-      String provider, int to) throws Exception {
+  void oldCheckpointIsRepartitionedAndContinuedOnSpark42(
+      String version, Query query, String provider, int to) throws Exception {
     Path input = tmp.resolve("input");
     Path fixture = copyFixture(version, query.folder(provider), input);
     Path checkpoint = fixture.resolve("checkpoint");
@@ -65,14 +68,20 @@ class OldSparkCheckpointTest {
     writeMoreInput(input);
 
     // A copied checkpoint looks freshly written: the user knows its query is stopped.
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(to).assumeStopped().execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(to)
+            .assumeStopped()
+            .execute();
 
     assertThat(result.fromPartitions()).isEqualTo(OldSparkFixtures.PARTITIONS);
-    assertThat(result.stores()).allSatisfy(s -> {
-      assertThat(s.rowsRead()).isPositive();
-      assertThat(s.rowsWritten()).isEqualTo(s.rowsRead());
-    });
+    assertThat(result.stores())
+        .allSatisfy(
+            s -> {
+              assertThat(s.rowsRead()).isPositive();
+              assertThat(s.rowsWritten()).isEqualTo(s.rowsRead());
+            });
     assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
 
     StreamingQueryProgress[] progress =
@@ -95,15 +104,15 @@ class OldSparkCheckpointTest {
     Path input = tmp.resolve("input");
     Path fixture = copyFixture("3.5.8", Query.WINDOWED_COUNT.folder("rocksdb"), input);
     writeMoreInput(input);
-    OldSparkFixtures.runAvailable(spark, Query.WINDOWED_COUNT, input,
-        fixture.resolve("checkpoint"), fixture.resolve("sink"));
+    OldSparkFixtures.runAvailable(
+        spark, Query.WINDOWED_COUNT, input, fixture.resolve("checkpoint"), fixture.resolve("sink"));
     assertThat(OldSparkFixtures.sinkRows(spark, fixture.resolve("sink")))
         .containsExactlyElementsOf(oracle(Query.WINDOWED_COUNT));
   }
 
   /**
-   * A 3.5 checkpoint whose placement cannot be derived (here: a session-window key) is refused
-   * with the fix, and left unchanged.
+   * A 3.5 checkpoint whose placement cannot be derived (here: a session-window key) is refused with
+   * the fix, and left unchanged.
    */
   @Test
   void underivableOperatorWithoutMetadataIsRefusedWithTheFix() throws Exception {
@@ -114,8 +123,13 @@ class OldSparkCheckpointTest {
     Files.write(schema, renameWindowColumn(Files.readAllBytes(schema)));
     Map<String, String> before = CheckpointDigest.of(checkpoint);
 
-    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(5).assumeStopped().execute())
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .repartitionState(checkpoint.toString())
+                    .toPartitions(5)
+                    .assumeStopped()
+                    .execute())
         .isInstanceOf(StateShiftException.class)
         .hasMessageContaining("no operator metadata")
         .hasMessageContaining("session_window")
@@ -142,8 +156,13 @@ class OldSparkCheckpointTest {
     Files.move(swap, two);
     Map<String, String> before = CheckpointDigest.of(checkpoint);
 
-    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(5).assumeStopped().execute())
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .repartitionState(checkpoint.toString())
+                    .toPartitions(5)
+                    .assumeStopped()
+                    .execute())
         .isInstanceOf(StateShiftException.class)
         .hasMessageContaining("is not placed by its whole state key")
         .hasMessageContaining("Run the query for one batch on Spark 4.2");
@@ -152,8 +171,8 @@ class OldSparkCheckpointTest {
 
   /**
    * The schema file is Spark's binary writeUTF format: renaming "window" to a same-length name
-   * keeps it valid. "window" (6) and "session_window" (14) differ, so rename "device" instead
-   * would not do; swap the whole key field name by rewriting its length-prefixed JSON string.
+   * keeps it valid. "window" (6) and "session_window" (14) differ, so rename "device" instead would
+   * not do; swap the whole key field name by rewriting its length-prefixed JSON string.
    */
   private static byte[] renameWindowColumn(byte[] schemaFile) {
     String text = new String(schemaFile, java.nio.charset.StandardCharsets.ISO_8859_1);
@@ -175,7 +194,8 @@ class OldSparkCheckpointTest {
   }
 
   private void writeMoreInput(Path input) {
-    for (int i = OldSparkFixtures.FIXTURE_FILES; i < OldSparkFixtures.FIXTURE_FILES + MORE_FILES;
+    for (int i = OldSparkFixtures.FIXTURE_FILES;
+        i < OldSparkFixtures.FIXTURE_FILES + MORE_FILES;
         i++) {
       OldSparkFixtures.writeEvents(input, i);
     }
@@ -214,22 +234,24 @@ class OldSparkCheckpointTest {
 
   /** The same query on Spark 4.2 over all the input, uninterrupted. */
   private List<String> oracle(Query query) {
-    return ORACLES.computeIfAbsent(query, q -> {
-      try {
-        Path dir = tmp.resolve("oracle-" + q.name());
-        Path input = dir.resolve("input");
-        for (int i = 0; i < OldSparkFixtures.FIXTURE_FILES; i++) {
-          OldSparkFixtures.writeEvents(input, i);
-        }
-        writeMoreInput(input);
-        OldSparkFixtures.runAvailable(spark, q, input, dir.resolve("checkpoint"),
-            dir.resolve("sink"));
-        List<String> rows = OldSparkFixtures.sinkRows(spark, dir.resolve("sink"));
-        assertThat(rows).isNotEmpty();
-        return rows;
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    return ORACLES.computeIfAbsent(
+        query,
+        q -> {
+          try {
+            Path dir = tmp.resolve("oracle-" + q.name());
+            Path input = dir.resolve("input");
+            for (int i = 0; i < OldSparkFixtures.FIXTURE_FILES; i++) {
+              OldSparkFixtures.writeEvents(input, i);
+            }
+            writeMoreInput(input);
+            OldSparkFixtures.runAvailable(
+                spark, q, input, dir.resolve("checkpoint"), dir.resolve("sink"));
+            List<String> rows = OldSparkFixtures.sinkRows(spark, dir.resolve("sink"));
+            assertThat(rows).isNotEmpty();
+            return rows;
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        });
   }
 }

@@ -69,8 +69,8 @@ class OnDemandRepartitionTest {
     assertThat(second.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
     assertThat(second.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY)).isPositive();
     assertThat(second.subList(1, second.size()))
-        .allSatisfy(p -> assertThat(p.durationMs()).doesNotContainKey(
-            StateShiftExtensions.PROGRESS_KEY));
+        .allSatisfy(
+            p -> assertThat(p.durationMs()).doesNotContainKey(StateShiftExtensions.PROGRESS_KEY));
     assertThat(seenByListener).isNotEmpty();
     assertThat(seenByListener.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
     assertThat(seenByListener.get(0).batchId()).isEqualTo(second.get(0).batchId());
@@ -80,8 +80,8 @@ class OnDemandRepartitionTest {
     StreamRun oracle = new StreamRun(spark, tmp.resolve("input"));
     Path oracleSink = tmp.resolve("oracle-sink");
     Map<String, String> plain = StateStores.HDFS.withPartitions(5);
-    oracle.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"),
-        oracleSink, plain);
+    oracle.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"), oracleSink, plain);
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .isNotEmpty()
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
@@ -90,14 +90,15 @@ class OnDemandRepartitionTest {
     run.writeEvents(9, 50, 40);
     List<StreamingQueryProgress> third =
         run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
-    assertThat(third).allSatisfy(p -> assertThat(p.durationMs())
-        .doesNotContainKey(StateShiftExtensions.PROGRESS_KEY));
+    assertThat(third)
+        .allSatisfy(
+            p -> assertThat(p.durationMs()).doesNotContainKey(StateShiftExtensions.PROGRESS_KEY));
   }
 
   /**
    * A batch that was planned (offsets written) but failed in the sink on its first attempt: the
-   * restart with a new count must finish that batch as planned, exactly once, then repartition.
-   * The sink writes to Delta idempotently (txnAppId, txnVersion = batch id): exactly-once.
+   * restart with a new count must finish that batch as planned, exactly once, then repartition. The
+   * sink writes to Delta idempotently (txnAppId, txnVersion = batch id): exactly-once.
    */
   @Test
   void aPlannedButUncommittedBatchCompletesFirstThenTheStateMoves() throws Exception {
@@ -130,37 +131,60 @@ class OnDemandRepartitionTest {
     assertThat(progress.get(0).durationMs()).doesNotContainKey(StateShiftExtensions.PROGRESS_KEY);
     assertThat(progress.get(1).batchId()).isEqualTo(4); // batch 3 is the repartition
     assertThat(progress.get(1).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
-    assertThat(progress.subList(1, progress.size())).allSatisfy(
-        p -> assertThat(p.stateOperators()[0].numStateStoreInstances()).isEqualTo(7));
+    assertThat(progress.subList(1, progress.size()))
+        .allSatisfy(p -> assertThat(p.stateOperators()[0].numStateStoreInstances()).isEqualTo(7));
 
     StreamRun oracle = new StreamRun(spark, tmp.resolve("input"));
     Path oracleSink = tmp.resolve("oracle-sink");
-    oracle.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"),
-        oracleSink, StateStores.HDFS.withPartitions(5));
-    List<String> delta = spark.read().format("delta").load(table).collectAsList().stream()
-        .map(org.apache.spark.sql.Row::toString).sorted().toList();
-    assertThat(delta).isNotEmpty().doesNotHaveDuplicates()
+    oracle.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        tmp.resolve("oracle-checkpoint"),
+        oracleSink,
+        StateStores.HDFS.withPartitions(5));
+    List<String> delta =
+        spark.read().format("delta").load(table).collectAsList().stream()
+            .map(org.apache.spark.sql.Row::toString)
+            .sorted()
+            .toList();
+    assertThat(delta)
+        .isNotEmpty()
+        .doesNotHaveDuplicates()
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
   }
 
-  private List<StreamingQueryProgress> runToDelta(SparkSession spark, Path checkpoint,
-      String table, Path failOnce) throws Exception {
-    var events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
-        .option("maxFilesPerTrigger", 1).json(tmp.resolve("input").toString());
+  private List<StreamingQueryProgress> runToDelta(
+      SparkSession spark, Path checkpoint, String table, Path failOnce) throws Exception {
+    var events =
+        spark
+            .readStream()
+            .schema(StreamRun.EVENT_SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .json(tmp.resolve("input").toString());
     String marker = failOnce.toString();
-    var query = StatefulQueries.WINDOWED_COUNT.apply(events).writeStream()
-        .outputMode("append")
-        .option("checkpointLocation", checkpoint.toString())
-        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
-        .foreachBatch((org.apache.spark.api.java.function.VoidFunction2<
-            org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>, Long>) (batch, id) -> {
-          if (id == 2 && java.nio.file.Files.deleteIfExists(java.nio.file.Path.of(marker))) {
-            throw new IllegalStateException("injected failure in the sink for batch 2");
-          }
-          batch.write().format("delta").mode("append")
-              .option("txnAppId", "windowed-count").option("txnVersion", id).save(table);
-        })
-        .start();
+    var query =
+        StatefulQueries.WINDOWED_COUNT
+            .apply(events)
+            .writeStream()
+            .outputMode("append")
+            .option("checkpointLocation", checkpoint.toString())
+            .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+            .foreachBatch(
+                (org.apache.spark.api.java.function.VoidFunction2<
+                        org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>, Long>)
+                    (batch, id) -> {
+                      if (id == 2
+                          && java.nio.file.Files.deleteIfExists(java.nio.file.Path.of(marker))) {
+                        throw new IllegalStateException("injected failure in the sink for batch 2");
+                      }
+                      batch
+                          .write()
+                          .format("delta")
+                          .mode("append")
+                          .option("txnAppId", "windowed-count")
+                          .option("txnVersion", id)
+                          .save(table);
+                    })
+            .start();
     query.awaitTermination();
     return List.of(query.recentProgress());
   }
@@ -175,14 +199,25 @@ class OnDemandRepartitionTest {
     run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"), conf);
     var before = CheckpointDigest.of(checkpoint);
     spark.conf().set(KEY, "5");
-    var events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
-        .option("maxFilesPerTrigger", 1).json(tmp.resolve("input").toString());
+    var events =
+        spark
+            .readStream()
+            .schema(StreamRun.EVENT_SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .json(tmp.resolve("input").toString());
     // Grouped by another key: the saved state no longer fits this query.
-    assertThatThrownBy(() -> events.groupBy("device", "eventId").count().writeStream()
-        .format("noop").outputMode("complete")
-        .option("checkpointLocation", checkpoint.toString())
-        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
-        .start().awaitTermination())
+    assertThatThrownBy(
+            () ->
+                events
+                    .groupBy("device", "eventId")
+                    .count()
+                    .writeStream()
+                    .format("noop")
+                    .outputMode("complete")
+                    .option("checkpointLocation", checkpoint.toString())
+                    .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+                    .start()
+                    .awaitTermination())
         .hasStackTraceContaining("differ from those in checkpoint");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
@@ -197,8 +232,10 @@ class OnDemandRepartitionTest {
     run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"), conf);
     var before = CheckpointDigest.of(checkpoint);
     conf.put(KEY, "zero");
-    assertThatThrownBy(() -> run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint,
-        tmp.resolve("sink"), conf))
+    assertThatThrownBy(
+            () ->
+                run.runAvailable(
+                    StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"), conf))
         .hasStackTraceContaining(KEY + "=zero is not a partition count");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
@@ -209,8 +246,12 @@ class OnDemandRepartitionTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 100, 10);
     Path checkpoint = tmp.resolve("checkpoint");
-    var events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
-        .option("maxFilesPerTrigger", 1).json(tmp.resolve("input").toString());
+    var events =
+        spark
+            .readStream()
+            .schema(StreamRun.EVENT_SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .json(tmp.resolve("input").toString());
     spark.conf().set("spark.sql.shuffle.partitions", "3");
     runLimit(events, checkpoint);
     var before = CheckpointDigest.of(checkpoint);
@@ -220,12 +261,18 @@ class OnDemandRepartitionTest {
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 
-  private static void runLimit(org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> events,
-      Path checkpoint) throws Exception {
-    events.limit(5).writeStream().format("noop").outputMode("append")
+  private static void runLimit(
+      org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> events, Path checkpoint)
+      throws Exception {
+    events
+        .limit(5)
+        .writeStream()
+        .format("noop")
+        .outputMode("append")
         .option("checkpointLocation", checkpoint.toString())
         .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
-        .start().awaitTermination();
+        .start()
+        .awaitTermination();
   }
 
   /** A user's listener, added after the session started: it must see the complete progress. */

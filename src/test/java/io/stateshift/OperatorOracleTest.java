@@ -9,7 +9,6 @@ import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
-import io.stateshift.testing.StreamRun;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -37,9 +36,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The oracle for joins, session windows, flatMapGroupsWithState and queries with several stateful
  * operators: stopped, repartitioned and restarted, a query writes exactly what it writes when run
  * without interruption over the same input; every key of every store sits in the partition Spark
- * assigns it; timers registered before the repartition fire after it, once. Every operator runs
- * on the HDFS-backed store and on RocksDB, and every checkpoint is repartitioned up and then
- * down, with input between.
+ * assigns it; timers registered before the repartition fire after it, once. Every operator runs on
+ * the HDFS-backed store and on RocksDB, and every checkpoint is repartitioned up and then down,
+ * with input between.
  */
 class OperatorOracleTest {
   static final int FIRST_PART_FILES = 2;
@@ -48,13 +47,15 @@ class OperatorOracleTest {
   static final int JOIN_DEVICES = 25;
   static final int ROTATING_ROWS = 120;
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
-  static final String FMGWS_FORMAT = "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
+  static final String FMGWS_FORMAT =
+      "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
   static final String STRICT = "spark.sql.streaming.statefulOperator.useStrictDistribution";
 
   private final SparkSession spark = SparkTestSession.get();
 
   /** Oracles are shared by the scenarios that run the same query with the same format. */
   private static final Map<String, List<String>> ORACLES = new ConcurrentHashMap<>();
+
   @TempDir static Path oracleDir;
 
   @TempDir Path tmp;
@@ -68,24 +69,47 @@ class OperatorOracleTest {
     List<Arguments> out = new ArrayList<>();
     for (StateStores store : List.of(StateStores.HDFS, StateStores.ROCKSDB)) {
       boolean hdfs = store == StateStores.HDFS;
-      out.add(Arguments.of(OperatorQueries.JOIN_INNER,
-          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+      out.add(
+          Arguments.of(
+              OperatorQueries.JOIN_INNER,
+              hdfs ? store : StateStores.ROCKSDB_CHANGELOG,
+              JOIN_FORMAT,
+              "2"));
       out.add(Arguments.of(OperatorQueries.JOIN_INNER, store, JOIN_FORMAT, "1"));
       out.add(Arguments.of(OperatorQueries.JOIN_LEFT_OUTER, store, JOIN_FORMAT, "2"));
-      out.add(Arguments.of(OperatorQueries.JOIN_RIGHT_OUTER,
-          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+      out.add(
+          Arguments.of(
+              OperatorQueries.JOIN_RIGHT_OUTER,
+              hdfs ? store : StateStores.ROCKSDB_CHANGELOG,
+              JOIN_FORMAT,
+              "2"));
       out.add(Arguments.of(OperatorQueries.JOIN_FULL_OUTER, store, JOIN_FORMAT, "2"));
-      out.add(Arguments.of(OperatorQueries.JOIN_LEFT_SEMI,
-          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
-      out.add(Arguments.of(OperatorQueries.SESSION_WINDOW_COUNT,
-          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, session, "1"));
-      out.add(Arguments.of(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, store, FMGWS_FORMAT,
-          "2"));
-      out.add(Arguments.of(OperatorQueries.MAP_EVENT_TIME_TIMEOUT,
-          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, FMGWS_FORMAT, "2"));
+      out.add(
+          Arguments.of(
+              OperatorQueries.JOIN_LEFT_SEMI,
+              hdfs ? store : StateStores.ROCKSDB_CHANGELOG,
+              JOIN_FORMAT,
+              "2"));
+      out.add(
+          Arguments.of(
+              OperatorQueries.SESSION_WINDOW_COUNT,
+              hdfs ? store : StateStores.ROCKSDB_CHANGELOG,
+              session,
+              "1"));
+      out.add(Arguments.of(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, store, FMGWS_FORMAT, "2"));
+      out.add(
+          Arguments.of(
+              OperatorQueries.MAP_EVENT_TIME_TIMEOUT,
+              hdfs ? store : StateStores.ROCKSDB_CHANGELOG,
+              FMGWS_FORMAT,
+              "2"));
       out.add(Arguments.of(OperatorQueries.MAP_NO_TIMEOUT, store, FMGWS_FORMAT, hdfs ? "1" : "2"));
-      out.add(Arguments.of(OperatorQueries.JOIN_THEN_WINDOWED_COUNT,
-          hdfs ? store : StateStores.ROCKSDB_CHANGELOG, JOIN_FORMAT, "2"));
+      out.add(
+          Arguments.of(
+              OperatorQueries.JOIN_THEN_WINDOWED_COUNT,
+              hdfs ? store : StateStores.ROCKSDB_CHANGELOG,
+              JOIN_FORMAT,
+              "2"));
     }
     return out.stream();
   }
@@ -96,8 +120,8 @@ class OperatorOracleTest {
 
   @ParameterizedTest(name = "{0} on {1}: 3 -> 5 -> 2, {2}={3}")
   @MethodSource("scenarios")
-  void repartitionedQueryWritesExactlyTheUninterruptedOutput(OperatorQueries query,
-      StateStores store, String formatConf, String format) {
+  void repartitionedQueryWritesExactlyTheUninterruptedOutput(
+      OperatorQueries query, StateStores store, String formatConf, String format) {
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -151,8 +175,8 @@ class OperatorOracleTest {
    */
   @ParameterizedTest(name = "on {0}: 4 -> {1}")
   @MethodSource("providersAndTargets")
-  void processingTimeTimeoutsRegisteredBeforeTheRepartitionFireAfterItOnce(StateStores store,
-      int target) throws Exception {
+  void processingTimeTimeoutsRegisteredBeforeTheRepartitionFireAfterItOnce(
+      StateStores store, int target) throws Exception {
     OperatorQueries query = OperatorQueries.FLAT_MAP_PROCESSING_TIME_TIMEOUT;
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
@@ -166,28 +190,41 @@ class OperatorOracleTest {
     long registeredAt = System.currentTimeMillis();
     assertThat(run.sinkRows(sink, query)).isEmpty();
 
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(target).execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(target)
+            .execute();
     assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), target);
 
-    Thread.sleep(Math.max(0, registeredAt + OperatorQueries.PROCESSING_TIMEOUT_MS + 500
-        - System.currentTimeMillis()));
+    Thread.sleep(
+        Math.max(
+            0,
+            registeredAt
+                + OperatorQueries.PROCESSING_TIMEOUT_MS
+                + 500
+                - System.currentTimeMillis()));
     run.writeRotatingEvents(2, ROTATING_ROWS); // devices r-8 to r-15, none of file 0's
     assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), target);
 
-    Map<String, Long> file0Counts = countsByDevice(run.batch().where(
-        org.apache.spark.sql.functions.input_file_name().contains("events-0000")));
-    List<String> expected = file0Counts.entrySet().stream()
-        .map(e -> "[" + e.getKey() + "," + e.getValue() + ",timeout]").sorted().toList();
+    Map<String, Long> file0Counts =
+        countsByDevice(
+            run.batch()
+                .where(org.apache.spark.sql.functions.input_file_name().contains("events-0000")));
+    List<String> expected =
+        file0Counts.entrySet().stream()
+            .map(e -> "[" + e.getKey() + "," + e.getValue() + ",timeout]")
+            .sorted()
+            .toList();
     assertThat(expected).hasSizeGreaterThan(3);
     assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(expected);
   }
 
   /**
-   * A checkpoint written with useStrictDistribution=false whose input was already partitioned by
-   * a subset of the key (the device): Spark placed the state by the device alone. The
-   * repartition places every key by its full key and records strict distribution, so the
-   * restarted query looks for each key where it now is.
+   * A checkpoint written with useStrictDistribution=false whose input was already partitioned by a
+   * subset of the key (the device): Spark placed the state by the device alone. The repartition
+   * places every key by its full key and records strict distribution, so the restarted query looks
+   * for each key where it now is.
    */
   @ParameterizedTest(name = "on {0}: 4 -> {1}")
   @MethodSource("providersAndTargets")
@@ -205,10 +242,14 @@ class OperatorOracleTest {
     run.runAvailable(query, checkpoint, sink, conf);
     long lastBatch = lastCommitted(checkpoint);
     assertThat(misplacedKeys(checkpoint, lastBatch, 4))
-        .as("Spark placed this state by the device alone").isPositive();
+        .as("Spark placed this state by the device alone")
+        .isPositive();
 
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(target).execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(target)
+            .execute();
     assertEveryKeyInItsSparkPartition(checkpoint, result.batchId(), target);
     assertThat(readText(checkpoint.resolve("offsets/" + result.batchId())))
         .contains("\"" + STRICT + "\":\"true\"");
@@ -220,9 +261,18 @@ class OperatorOracleTest {
     assertThat(misplacedKeys(checkpoint, lastCommitted(checkpoint), target)).isZero();
     List<String> rows = run.sinkRows(sink, query);
     assertThat(rows).containsExactlyElementsOf(oracle(query, STRICT, "false"));
-    List<String> batch = run.batch().groupBy(org.apache.spark.sql.functions.col("device"),
-            org.apache.spark.sql.functions.expr("minute(ts)").as("minute")).count()
-        .collectAsList().stream().map(Row::toString).sorted().toList();
+    List<String> batch =
+        run
+            .batch()
+            .groupBy(
+                org.apache.spark.sql.functions.col("device"),
+                org.apache.spark.sql.functions.expr("minute(ts)").as("minute"))
+            .count()
+            .collectAsList()
+            .stream()
+            .map(Row::toString)
+            .sorted()
+            .toList();
     assertThat(rows).containsExactlyElementsOf(batch);
   }
 
@@ -242,9 +292,14 @@ class OperatorOracleTest {
     }
     var before = CheckpointDigest.of(checkpoint);
 
-    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(8).execute())
-        .isInstanceOfSatisfying(StateShiftException.class,
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .repartitionState(checkpoint.toString())
+                    .toPartitions(8)
+                    .execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(Reason.UNSUPPORTED_OPERATOR))
         .hasMessageContaining("join state format 4")
         .hasMessageContaining("formats 1, 2 and 3")
@@ -253,8 +308,8 @@ class OperatorOracleTest {
   }
 
   /**
-   * flatMapGroupsWithState state format 1 with a timeout: Spark 4.2's own state validation
-   * rejects its rows outside the query, so it is refused, naming the fix, and left unchanged.
+   * flatMapGroupsWithState state format 1 with a timeout: Spark 4.2's own state validation rejects
+   * its rows outside the query, so it is refused, naming the fix, and left unchanged.
    */
   @Test
   void flatMapGroupsWithStateFormat1WithATimeoutIsRefusedAndTheCheckpointIsUnchanged() {
@@ -263,13 +318,18 @@ class OperatorOracleTest {
     Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
     conf.put(FMGWS_FORMAT, "1");
     run.writeRotatingEvents(0, ROTATING_ROWS);
-    run.runAvailable(OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, checkpoint, tmp.resolve("sink"),
-        conf);
+    run.runAvailable(
+        OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, checkpoint, tmp.resolve("sink"), conf);
     var before = CheckpointDigest.of(checkpoint);
 
-    assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(8).execute())
-        .isInstanceOfSatisfying(StateShiftException.class,
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .repartitionState(checkpoint.toString())
+                    .toPartitions(8)
+                    .execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(Reason.UNSUPPORTED_OPERATOR))
         .hasMessageContaining("with a timeout")
         .hasMessageContaining("state format 1")
@@ -336,12 +396,16 @@ class OperatorOracleTest {
 
   /**
    * Runs a query on a new checkpoint. Spark 4.2 writes join state format 1 (the format of
-   * checkpoints from Spark 2.3, and of later ones that set it) only in its own test mode: for
-   * that format the first run sets spark.testing, so the checkpoint is what an older Spark wrote;
-   * every run after it, and the repartition, go without.
+   * checkpoints from Spark 2.3, and of later ones that set it) only in its own test mode: for that
+   * format the first run sets spark.testing, so the checkpoint is what an older Spark wrote; every
+   * run after it, and the repartition, go without.
    */
-  private static void startOnNewCheckpoint(OperatorRun run, OperatorQueries query,
-      Path checkpoint, Path sink, Map<String, String> conf) {
+  private static void startOnNewCheckpoint(
+      OperatorRun run,
+      OperatorQueries query,
+      Path checkpoint,
+      Path sink,
+      Map<String, String> conf) {
     boolean legacyJoinFormat = "1".equals(conf.get(JOIN_FORMAT)) && query.isJoin();
     if (legacyJoinFormat) {
       System.setProperty("spark.testing", "true");
@@ -357,8 +421,8 @@ class OperatorOracleTest {
 
   /** The same query over the same files, on a fresh checkpoint, in one uninterrupted run. */
   private List<String> oracle(OperatorQueries query, String formatConf, String format) {
-    return ORACLES.computeIfAbsent(query + " " + formatConf + "=" + format,
-        key -> computeOracle(query, formatConf, format));
+    return ORACLES.computeIfAbsent(
+        query + " " + formatConf + "=" + format, key -> computeOracle(query, formatConf, format));
   }
 
   private List<String> computeOracle(OperatorQueries query, String formatConf, String format) {
@@ -386,44 +450,59 @@ class OperatorOracleTest {
   }
 
   /** Where a batch query computes the same answer, the streaming oracle must agree with it. */
-  private void assertMatchesBatchComputation(OperatorQueries query, OperatorRun run,
-      List<String> rows) {
+  private void assertMatchesBatchComputation(
+      OperatorQueries query, OperatorRun run, List<String> rows) {
     Dataset<Row> events = run.batch();
     switch (query) {
-      case JOIN_INNER -> assertThat(rows).containsExactlyElementsOf(
-          query.apply(() -> events).collectAsList().stream().map(Row::toString).sorted()
-              .toList());
-      case SESSION_WINDOW_COUNT -> assertThat(withoutFlush(rows)).containsExactlyElementsOf(
-          withoutFlush(query.apply(() -> events).collectAsList().stream().map(Row::toString)
-              .sorted().toList()));
+      case JOIN_INNER ->
+          assertThat(rows)
+              .containsExactlyElementsOf(
+                  query.apply(() -> events).collectAsList().stream()
+                      .map(Row::toString)
+                      .sorted()
+                      .toList());
+      case SESSION_WINDOW_COUNT ->
+          assertThat(withoutFlush(rows))
+              .containsExactlyElementsOf(
+                  withoutFlush(
+                      query.apply(() -> events).collectAsList().stream()
+                          .map(Row::toString)
+                          .sorted()
+                          .toList()));
       case FLAT_MAP_EVENT_TIME_TIMEOUT -> {
-        List<String> counts = countsByDevice(events.where("device != 'flush'")).entrySet()
-            .stream().map(e -> "[" + e.getKey() + "," + e.getValue() + ",timeout]").sorted()
-            .toList();
+        List<String> counts =
+            countsByDevice(events.where("device != 'flush'")).entrySet().stream()
+                .map(e -> "[" + e.getKey() + "," + e.getValue() + ",timeout]")
+                .sorted()
+                .toList();
         assertThat(rows).containsExactlyElementsOf(counts);
       }
-      default -> { }
+      default -> {}
     }
   }
 
   /**
-   * Every device whose timer was set before the repartition and had not fired: its timeout row
-   * is not in the first run's output and is in the final output exactly once.
+   * Every device whose timer was set before the repartition and had not fired: its timeout row is
+   * not in the first run's output and is in the final output exactly once.
    */
-  private static void assertTimersOfTheFirstRunFireAfterItOnce(OperatorRun run,
-      List<String> beforeRepartition, List<String> after) {
+  private static void assertTimersOfTheFirstRunFireAfterItOnce(
+      OperatorRun run, List<String> beforeRepartition, List<String> after) {
     Set<String> pending = new java.util.TreeSet<>();
     for (int d = 4 * (FIRST_PART_FILES - 1); d < 4 * (FIRST_PART_FILES - 1) + 8; d++) {
       String device = "r-" + d;
-      if (beforeRepartition.stream().noneMatch(r -> r.startsWith("[" + device + ",")
-          && r.endsWith(",timeout]"))) {
+      if (beforeRepartition.stream()
+          .noneMatch(r -> r.startsWith("[" + device + ",") && r.endsWith(",timeout]"))) {
         pending.add(device);
       }
     }
     assertThat(pending).isNotEmpty();
     for (String device : pending) {
-      assertThat(after.stream().filter(r -> r.startsWith("[" + device + ",")
-          && r.endsWith(",timeout]")).count()).as("timeouts of %s", device).isEqualTo(1);
+      assertThat(
+              after.stream()
+                  .filter(r -> r.startsWith("[" + device + ",") && r.endsWith(",timeout]"))
+                  .count())
+          .as("timeouts of %s", device)
+          .isEqualTo(1);
     }
   }
 
@@ -446,19 +525,27 @@ class OperatorOracleTest {
 
   /**
    * Reads every store of every operator with Spark's statestore source and checks each key's
-   * partition against pmod(hash(partition key), n), computed in SQL. The partition key is the
-   * whole state key, except for a session window (the key without the session) and a join's
+   * partition against pmod(hash(partition key), n), computed in SQL. The partition key is the whole
+   * state key, except for a session window (the key without the session) and a join's
    * keyWithIndexToValue store (the key without the index).
    */
   private void assertEveryKeyInItsSparkPartition(Path checkpoint, long batchId, int partitions) {
-    List<Row> stores = spark.read().format("state-metadata").load(checkpoint.toString())
-        .select("operatorId", "operatorName", "stateStoreName").collectAsList();
+    List<Row> stores =
+        spark
+            .read()
+            .format("state-metadata")
+            .load(checkpoint.toString())
+            .select("operatorId", "operatorName", "stateStoreName")
+            .collectAsList();
     assertThat(stores).isNotEmpty();
     for (Row store : stores) {
       Dataset<Row> state = stateRows(checkpoint, batchId, store);
-      long misplaced = state.selectExpr("partition_id",
-              partitionExpression(state, store, partitions) + " AS expected")
-          .filter("partition_id != expected").count();
+      long misplaced =
+          state
+              .selectExpr(
+                  "partition_id", partitionExpression(state, store, partitions) + " AS expected")
+              .filter("partition_id != expected")
+              .count();
       String what = "operator " + store.getLong(0) + " store " + store.getString(2);
       assertThat(state.count()).as("rows of %s", what).isPositive();
       assertThat(misplaced).as("misplaced keys of %s", what).isZero();
@@ -469,18 +556,28 @@ class OperatorOracleTest {
 
   private long misplacedKeys(Path checkpoint, long batchId, int partitions) {
     long misplaced = 0;
-    for (Row store : spark.read().format("state-metadata").load(checkpoint.toString())
-        .select("operatorId", "operatorName", "stateStoreName").collectAsList()) {
+    for (Row store :
+        spark
+            .read()
+            .format("state-metadata")
+            .load(checkpoint.toString())
+            .select("operatorId", "operatorName", "stateStoreName")
+            .collectAsList()) {
       Dataset<Row> state = stateRows(checkpoint, batchId, store);
-      misplaced += state.selectExpr("partition_id",
-              partitionExpression(state, store, partitions) + " AS expected")
-          .filter("partition_id != expected").count();
+      misplaced +=
+          state
+              .selectExpr(
+                  "partition_id", partitionExpression(state, store, partitions) + " AS expected")
+              .filter("partition_id != expected")
+              .count();
     }
     return misplaced;
   }
 
   private Dataset<Row> stateRows(Path checkpoint, long batchId, Row store) {
-    return spark.read().format("statestore")
+    return spark
+        .read()
+        .format("statestore")
         .option("batchId", batchId)
         .option("operatorId", store.getLong(0))
         .option("storeName", store.getString(2))
@@ -489,8 +586,9 @@ class OperatorOracleTest {
 
   private static String partitionExpression(Dataset<Row> state, Row store, int partitions) {
     StructType key = (StructType) state.schema().apply("key").dataType();
-    boolean dropLast = store.getString(1).equals("sessionWindowStateStoreSaveExec")
-        || store.getString(2).endsWith("keyWithIndexToValue");
+    boolean dropLast =
+        store.getString(1).equals("sessionWindowStateStoreSaveExec")
+            || store.getString(2).endsWith("keyWithIndexToValue");
     StructField[] fields = key.fields();
     List<String> partitionKey = new ArrayList<>();
     for (int i = 0; i < fields.length - (dropLast ? 1 : 0); i++) {
@@ -501,8 +599,12 @@ class OperatorOracleTest {
 
   private static long lastCommitted(Path checkpoint) {
     try (var files = Files.list(checkpoint.resolve("commits"))) {
-      return files.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
-          .mapToLong(Long::parseLong).max().orElseThrow();
+      return files
+          .map(p -> p.getFileName().toString())
+          .filter(n -> n.matches("\\d+"))
+          .mapToLong(Long::parseLong)
+          .max()
+          .orElseThrow();
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }

@@ -25,10 +25,10 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * An I/O error in the read stage of each exchange (the HDFS-backed file exchange and the RocksDB
- * SST exchange), while other read tasks are still staging their files: the repartition fails
- * saying the checkpoint was not changed, and that is true: the list of files and folders (Hadoop's
- * {@code .crc} side files and {@code _stateshift} included) and every file's digest are the same
- * as before. Spark returns from a failed job at the first failed task while its other tasks go on
+ * SST exchange), while other read tasks are still staging their files: the repartition fails saying
+ * the checkpoint was not changed, and that is true: the list of files and folders (Hadoop's {@code
+ * .crc} side files and {@code _stateshift} included) and every file's digest are the same as
+ * before. Spark returns from a failed job at the first failed task while its other tasks go on
  * writing, so the attempt's files may only be removed once those have ended.
  */
 class ReadStageFailureTest {
@@ -40,15 +40,17 @@ class ReadStageFailureTest {
   @TempDir Path tmp;
 
   @ParameterizedTest(name = "{0}")
-  @EnumSource(value = StateStores.class, names = {"HDFS", "ROCKSDB"})
+  @EnumSource(
+      value = StateStores.class,
+      names = {"HDFS", "ROCKSDB"})
   void ioErrorWhileReadingLeavesEveryFileAsItWas(StateStores store) throws Exception {
     FaultyFileSystem.register(spark.sparkContext().hadoopConfiguration());
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 200, 40);
     run.writeEvents(1, 200, 40);
     Path original = tmp.resolve("original");
-    run.runAvailable(StatefulQueries.GROUPED_COUNT, original, tmp.resolve("sink"),
-        store.withPartitions(FROM));
+    run.runAvailable(
+        StatefulQueries.GROUPED_COUNT, original, tmp.resolve("sink"), store.withPartitions(FROM));
 
     // One repartition of a copy, recorded: the read stage's operations are the first of the
     // step after the journal's save (the write stage starts when every read task has ended).
@@ -56,13 +58,18 @@ class ReadStageFailureTest {
     FaultyFileSystem.reset(true);
     FailPoints.observe(FaultyFileSystem::step);
     try {
-      StateShift.get(spark).repartitionState(FaultyFileSystem.uriOf(recordedCopy))
-          .toPartitions(TO).assumeStopped().execute();
+      StateShift.get(spark)
+          .repartitionState(FaultyFileSystem.uriOf(recordedCopy))
+          .toPartitions(TO)
+          .assumeStopped()
+          .execute();
     } finally {
       FailPoints.observe(null);
     }
-    List<FaultyFileSystem.Operation> staging = FaultyFileSystem.recorded().stream()
-        .filter(op -> op.step().equals("journal-staging")).toList();
+    List<FaultyFileSystem.Operation> staging =
+        FaultyFileSystem.recorded().stream()
+            .filter(op -> op.step().equals("journal-staging"))
+            .toList();
     int readOps = 0;
     while (readOps < staging.size() && staging.get(readOps).path().contains("/exchange")) {
       readOps++;
@@ -71,18 +78,23 @@ class ReadStageFailureTest {
 
     Path checkpoint = copy(original, tmp.resolve("checkpoint"));
     Map<String, String> before = CheckpointDigest.of(checkpoint);
-    assertThat(before.keySet()).as("the digest lists the side files")
+    assertThat(before.keySet())
+        .as("the digest lists the side files")
         .anyMatch(name -> name.endsWith(".crc"));
     int failing = readOps / 2; // a read task fails while the other one is still staging
     FaultyFileSystem.reset(false);
     FaultyFileSystem.failAt("journal-staging", failing);
     FailPoints.observe(FaultyFileSystem::step);
     try {
-      assertThatThrownBy(() -> StateShift.get(spark)
-          .repartitionState(FaultyFileSystem.uriOf(checkpoint)).toPartitions(TO)
-          .assumeStopped().execute())
-          .isInstanceOfSatisfying(StateShiftException.class,
-              e -> assertThat(e.reason()).isEqualTo(Reason.FAILED))
+      assertThatThrownBy(
+              () ->
+                  StateShift.get(spark)
+                      .repartitionState(FaultyFileSystem.uriOf(checkpoint))
+                      .toPartitions(TO)
+                      .assumeStopped()
+                      .execute())
+          .isInstanceOfSatisfying(
+              StateShiftException.class, e -> assertThat(e.reason()).isEqualTo(Reason.FAILED))
           .hasMessageContaining("the checkpoint was not changed")
           .hasStackTraceContaining("injected I/O error");
     } finally {

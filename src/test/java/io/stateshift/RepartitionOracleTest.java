@@ -53,8 +53,8 @@ class RepartitionOracleTest {
    */
   @ParameterizedTest(name = "{0} on {1}: {2} -> {3} -> {4} partitions")
   @MethodSource("matrix")
-  void repartitionedQueryWritesExactlyTheUninterruptedOutput(StatefulQueries query,
-      StateStores store, int first, int up, int down) {
+  void repartitionedQueryWritesExactlyTheUninterruptedOutput(
+      StatefulQueries query, StateStores store, int first, int up, int down) {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -98,20 +98,25 @@ class RepartitionOracleTest {
 
   /** The same query over the same files, on a fresh checkpoint, in one uninterrupted run. */
   private List<String> oracle(StatefulQueries query) {
-    return ORACLES.computeIfAbsent(query, q -> {
-      Path dir = tmp.resolve("oracle-" + q.name());
-      StreamRun run = new StreamRun(spark, dir.resolve("input"));
-      for (int i = 0; i < ALL_EVENT_FILES; i++) {
-        run.writeEvents(i, ROWS_PER_FILE, DEVICES);
-      }
-      run.writeFlush(ALL_EVENT_FILES);
-      run.runAvailable(q, dir.resolve("checkpoint"), dir.resolve("sink"),
-          StateStores.HDFS.withPartitions(5));
-      List<String> rows = run.sinkRows(dir.resolve("sink"), q);
-      assertThat(rows).isNotEmpty();
-      assertMatchesBatchComputation(q, dir.resolve("input"), rows);
-      return rows;
-    });
+    return ORACLES.computeIfAbsent(
+        query,
+        q -> {
+          Path dir = tmp.resolve("oracle-" + q.name());
+          StreamRun run = new StreamRun(spark, dir.resolve("input"));
+          for (int i = 0; i < ALL_EVENT_FILES; i++) {
+            run.writeEvents(i, ROWS_PER_FILE, DEVICES);
+          }
+          run.writeFlush(ALL_EVENT_FILES);
+          run.runAvailable(
+              q,
+              dir.resolve("checkpoint"),
+              dir.resolve("sink"),
+              StateStores.HDFS.withPartitions(5));
+          List<String> rows = run.sinkRows(dir.resolve("sink"), q);
+          assertThat(rows).isNotEmpty();
+          assertMatchesBatchComputation(q, dir.resolve("input"), rows);
+          return rows;
+        });
   }
 
   /** Where a batch query computes the same answer, the streaming oracle must agree with it. */
@@ -119,18 +124,24 @@ class RepartitionOracleTest {
     var events = spark.read().schema(StreamRun.EVENT_SCHEMA).json(input.toString());
     switch (query) {
       case WINDOWED_COUNT, GROUPED_COUNT -> {
-        List<String> batch = query.apply(events).collectAsList().stream().map(Row::toString)
-            .filter(r -> !r.contains("flush")).sorted().toList();
+        List<String> batch =
+            query.apply(events).collectAsList().stream()
+                .map(Row::toString)
+                .filter(r -> !r.contains("flush"))
+                .sorted()
+                .toList();
         assertThat(rows.stream().filter(r -> !r.contains("flush")).toList())
             .containsExactlyElementsOf(batch);
       }
-      case DEDUP, DEDUP_WITHIN_WATERMARK -> assertThat(rows).hasSize(
-          (int) events.select("eventId").distinct().count());
+      case DEDUP, DEDUP_WITHIN_WATERMARK ->
+          assertThat(rows).hasSize((int) events.select("eventId").distinct().count());
       case DEDUP_THEN_WINDOWED_COUNT -> {
         long distinct = events.filter("device != 'flush'").dropDuplicates("eventId", "ts").count();
-        long counted = rows.stream().filter(r -> !r.contains("flush"))
-            .mapToLong(r -> Long.parseLong(r.substring(r.lastIndexOf(',') + 1, r.length() - 1)))
-            .sum();
+        long counted =
+            rows.stream()
+                .filter(r -> !r.contains("flush"))
+                .mapToLong(r -> Long.parseLong(r.substring(r.lastIndexOf(',') + 1, r.length() - 1)))
+                .sum();
         assertThat(counted).isEqualTo(distinct);
       }
     }

@@ -28,7 +28,10 @@ class RollbackAndVerifyTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 300, 30);
     run.writeEvents(1, 300, 30);
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("checkpoint"), tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        tmp.resolve("checkpoint"),
+        tmp.resolve("sink"),
         store.withPartitions(partitions));
     return run;
   }
@@ -40,8 +43,12 @@ class RollbackAndVerifyTest {
     Map<String, String> before = withoutStateshiftFolder(CheckpointDigest.of(checkpoint));
     Path backup = tmp.resolve("backup");
 
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(2).backupTo(backup.toString()).execute();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(2)
+            .backupTo(backup.toString())
+            .execute();
     assertThat(result.toPartitions()).isEqualTo(2);
     assertThat(checkpoint.resolve("state/0/5")).doesNotExist(); // not left looking live
     assertThat(backup).isDirectoryRecursivelyContaining("glob:**/state/0/5/*.zip");
@@ -61,7 +68,10 @@ class RollbackAndVerifyTest {
     Path checkpoint = tmp.resolve("checkpoint");
     StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(7).execute();
     run.writeEvents(2, 100, 30);
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
         StateStores.HDFS.withPartitions(4));
     var digest = CheckpointDigest.of(checkpoint);
     assertThatThrownBy(() -> StateShift.get(spark).rollbackRepartition(checkpoint.toString()))
@@ -88,11 +98,13 @@ class RollbackAndVerifyTest {
 
     VerificationReport report = StateShift.get(spark).verify(checkpoint.toString());
     assertThat(report.ok()).isFalse();
-    assertThat(report.problems()).anySatisfy(p -> assertThat(p)
-        .contains("partition 0").contains("belong to another partition"));
+    assertThat(report.problems())
+        .anySatisfy(
+            p -> assertThat(p).contains("partition 0").contains("belong to another partition"));
     var out = new java.io.ByteArrayOutputStream();
-    int code = new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(out), System.err)
-        .run(new String[] {"verify", "--checkpoint", checkpoint.toString()});
+    int code =
+        new io.stateshift.cli.StateShiftCli(new java.io.PrintStream(out), System.err)
+            .run(new String[] {"verify", "--checkpoint", checkpoint.toString()});
     assertThat(code).isEqualTo(1);
     assertThat(out.toString()).contains("belong to another partition");
   }
@@ -101,12 +113,17 @@ class RollbackAndVerifyTest {
   void aSecondRepartitionIsRefusedWhileTheFirstHoldsTheLockAndALeaseExpires() throws Exception {
     checkpointWith(StateStores.HDFS, 4);
     Path checkpoint = tmp.resolve("checkpoint");
-    CheckpointFiles files = CheckpointFiles.at(checkpoint.toString(),
-        spark.sparkContext().hadoopConfiguration());
+    CheckpointFiles files =
+        CheckpointFiles.at(checkpoint.toString(), spark.sparkContext().hadoopConfiguration());
     try (CheckpointLock held = CheckpointLock.acquire(files, "another repartition", 60_000)) {
-      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-          .toPartitions(8).execute())
-          .isInstanceOfSatisfying(StateShiftException.class,
+      assertThatThrownBy(
+              () ->
+                  StateShift.get(spark)
+                      .repartitionState(checkpoint.toString())
+                      .toPartitions(8)
+                      .execute())
+          .isInstanceOfSatisfying(
+              StateShiftException.class,
               e -> assertThat(e.reason()).isEqualTo(StateShiftException.Reason.CHECKPOINT_IN_USE))
           .hasMessageContaining("another repartition");
     }
@@ -115,12 +132,16 @@ class RollbackAndVerifyTest {
     // is of an older version (no lease length: 60 s), whose expiry field is not trusted.
     Files.createDirectories(checkpoint.resolve("_stateshift"));
     Path lock = checkpoint.resolve("_stateshift/lock");
-    Files.writeString(lock, "{\"owner\":\"1234@gone\",\"purpose\":\"repartition\","
-        + "\"expiresAtMs\":" + (System.currentTimeMillis() + 600_000) + "}");
-    Files.setLastModifiedTime(lock,
-        java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 61_000));
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(8).execute();
+    Files.writeString(
+        lock,
+        "{\"owner\":\"1234@gone\",\"purpose\":\"repartition\","
+            + "\"expiresAtMs\":"
+            + (System.currentTimeMillis() + 600_000)
+            + "}");
+    Files.setLastModifiedTime(
+        lock, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 61_000));
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(8).execute();
     assertThat(result.toPartitions()).isEqualTo(8);
     assertThat(checkpoint.resolve("_stateshift/lock")).doesNotExist();
   }
@@ -129,21 +150,36 @@ class RollbackAndVerifyTest {
   void aQueryRunningOnTheCheckpointIsRefused() throws Exception {
     checkpointWith(StateStores.HDFS, 4);
     Path checkpoint = tmp.resolve("checkpoint");
-    StreamingQuery running = StatefulQueries.WINDOWED_COUNT.apply(spark.readStream()
-            .schema(StreamRun.EVENT_SCHEMA).json(tmp.resolve("input").toString()))
-        .writeStream().format("noop").outputMode("append")
-        .option("checkpointLocation", checkpoint.toString()).start();
+    StreamingQuery running =
+        StatefulQueries.WINDOWED_COUNT
+            .apply(
+                spark
+                    .readStream()
+                    .schema(StreamRun.EVENT_SCHEMA)
+                    .json(tmp.resolve("input").toString()))
+            .writeStream()
+            .format("noop")
+            .outputMode("append")
+            .option("checkpointLocation", checkpoint.toString())
+            .start();
     try {
       running.processAllAvailable();
-      assertThatThrownBy(() -> StateShift.get(spark).repartitionState(checkpoint.toString())
-          .toPartitions(8).execute())
-          .isInstanceOfSatisfying(StateShiftException.class,
+      assertThatThrownBy(
+              () ->
+                  StateShift.get(spark)
+                      .repartitionState(checkpoint.toString())
+                      .toPartitions(8)
+                      .execute())
+          .isInstanceOfSatisfying(
+              StateShiftException.class,
               e -> assertThat(e.reason()).isEqualTo(StateShiftException.Reason.CHECKPOINT_IN_USE))
           .hasMessageContaining("is running on checkpoint");
       // Only the running query's lease is there: the refused attempt wrote nothing.
       try (var left = Files.list(checkpoint.resolve("_stateshift"))) {
-        assertThat(left.map(p -> p.getFileName().toString())
-            .filter(name -> !name.startsWith("."))) // the local file system's checksum files
+        assertThat(
+                left.map(p -> p.getFileName().toString())
+                    .filter(
+                        name -> !name.startsWith("."))) // the local file system's checksum files
             .containsExactly("query-lease");
       }
     } finally {

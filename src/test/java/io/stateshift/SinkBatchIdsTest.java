@@ -40,21 +40,23 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * Sinks and sources that keep their own record of batch ids, through a repartition. A repartition
  * is recorded as a batch of its own (N+1) in offsets/ and commits/ that no sink and no source ever
- * runs; each sink below must continue after it and its output, read back in batch as users read
- * it, must equal the uninterrupted run of the same query over the same input. (The file sinks,
- * whose log needs every batch id, have tests of their own.)
+ * runs; each sink below must continue after it and its output, read back in batch as users read it,
+ * must equal the uninterrupted run of the same query over the same input. (The file sinks, whose
+ * log needs every batch id, have tests of their own.)
  *
- * <p>Every case runs one checkpoint through both ways of repartitioning: the command ({@code
- * FROM -> UP}) between the first and second run, then the on-demand path at the third start
- * ({@code UP -> DOWN}), with input arriving between the runs. The broker is real (KRaft, in this
- * JVM), started once for the class.
+ * <p>Every case runs one checkpoint through both ways of repartitioning: the command ({@code FROM
+ * -> UP}) between the first and second run, then the on-demand path at the third start ({@code UP
+ * -> DOWN}), with input arriving between the runs. The broker is real (KRaft, in this JVM), started
+ * once for the class.
  */
 class SinkBatchIdsTest {
   static final int FROM = 4;
   static final int UP = 6;
   static final int DOWN = 3;
+
   /** Three runs of two event files each, then two flush files that close every window. */
   static final int EVENT_FILES = 6;
+
   static final int ROWS_PER_FILE = 150;
   static final int DEVICES = 20;
   static final String TXN_APP_ID = "windowed-count";
@@ -65,7 +67,13 @@ class SinkBatchIdsTest {
 
   /** The sinks checked here, with the query each one runs. */
   enum Sink {
-    DELTA_TABLE, DELTA_PATH, FOREACH_BATCH_DELTA, KAFKA, MEMORY, CONSOLE, NOOP,
+    DELTA_TABLE,
+    DELTA_PATH,
+    FOREACH_BATCH_DELTA,
+    KAFKA,
+    MEMORY,
+    CONSOLE,
+    NOOP,
     /** Delta by path under sink evolution: a named sink, commit log v3 with sink metadata. */
     DELTA_PATH_NAMED;
 
@@ -83,8 +91,10 @@ class SinkBatchIdsTest {
 
   private final SparkSession spark = SparkTestSession.get();
   @TempDir Path tmp;
+
   /** What the console sink printed, over all runs of the case. */
   private final StringBuilder printed = new StringBuilder();
+
   private String topic;
 
   /** The broker, the input files and the uninterrupted run's output, once for the class. */
@@ -98,8 +108,11 @@ class SinkBatchIdsTest {
       run.writeEvents(i, ROWS_PER_FILE, DEVICES);
     }
     run.writeFlush(EVENT_FILES);
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, dir.resolve("checkpoint"),
-        dir.resolve("sink"), StateStores.HDFS.withPartitions(5));
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        dir.resolve("checkpoint"),
+        dir.resolve("sink"),
+        StateStores.HDFS.withPartitions(5));
     oracle = json(spark.read().parquet(dir.resolve("sink").toString()).drop("batch"));
     template = dir.resolve("input");
     assertThat(oracle).hasSizeGreaterThan(50);
@@ -148,23 +161,28 @@ class SinkBatchIdsTest {
     switch (sink) {
       case DELTA_TABLE -> {
         assertThat(json(spark.table(TABLE))).containsExactlyElementsOf(oracle);
-        assertThat(deltaEpochIds("`" + TABLE + "`")).isNotEmpty()
+        assertThat(deltaEpochIds("`" + TABLE + "`"))
+            .isNotEmpty()
             .doesNotContainAnyElementsOf(skipped);
       }
       case DELTA_PATH, DELTA_PATH_NAMED -> {
         assertThat(json(spark.read().format("delta").load(target())))
             .containsExactlyElementsOf(oracle);
-        assertThat(deltaEpochIds("delta.`" + target() + "`")).isNotEmpty()
+        assertThat(deltaEpochIds("delta.`" + target() + "`"))
+            .isNotEmpty()
             .doesNotContainAnyElementsOf(skipped);
         if (sink == Sink.DELTA_PATH_NAMED) {
           // The repartition batches carry the sink metadata of the batch before them, and the
           // restarted query read it from there: every commit names the one active sink.
           for (long batch : skipped) {
             assertThat(Files.readString(checkpoint().resolve("commits/" + batch)))
-                .startsWith("v3\n").contains("\"" + SINK_NAME + "\"").contains("\"isActive\":true");
+                .startsWith("v3\n")
+                .contains("\"" + SINK_NAME + "\"")
+                .contains("\"isActive\":true");
           }
           assertThat(Files.readString(checkpoint().resolve("commits/" + last(third))))
-              .startsWith("v3\n").contains("\"" + SINK_NAME + "\"");
+              .startsWith("v3\n")
+              .contains("\"" + SINK_NAME + "\"");
         }
       }
       case FOREACH_BATCH_DELTA -> {
@@ -173,8 +191,12 @@ class SinkBatchIdsTest {
         // Delta skips a write whose txnVersion is not above the last one of its txnAppId: batch
         // ids with gaps still only grow, so no batch after a repartition is skipped as a replay.
         List<Long> versions = txnVersions(target());
-        assertThat(versions).isNotEmpty().isSorted().doesNotHaveDuplicates()
-            .doesNotContainAnyElementsOf(skipped).contains(last(third));
+        assertThat(versions)
+            .isNotEmpty()
+            .isSorted()
+            .doesNotHaveDuplicates()
+            .doesNotContainAnyElementsOf(skipped)
+            .contains(last(third));
         assertThat(versions).containsAll(batchIds(second)).containsAll(batchIds(third));
       }
       case KAFKA -> assertThat(kafkaValues(topic)).containsExactlyElementsOf(oracle);
@@ -190,12 +212,13 @@ class SinkBatchIdsTest {
         // Console output cannot be read back from anywhere but stdout: what the runs printed,
         // captured, holds every row of the uninterrupted run exactly once, and no skipped batch.
         assertThat(printedRows()).containsExactlyElementsOf(oracle);
-        assertThat(printedBatchIds()).doesNotContainAnyElementsOf(skipped)
+        assertThat(printedBatchIds())
+            .doesNotContainAnyElementsOf(skipped)
             .containsAll(batchIds(all));
       }
       case NOOP ->
-        // Nothing to read back; the row count the sink reports over all runs is the oracle's.
-        assertThat(numOutputRows(all)).isEqualTo(oracle.size());
+          // Nothing to read back; the row count the sink reports over all runs is the oracle's.
+          assertThat(numOutputRows(all)).isEqualTo(oracle.size());
     }
   }
 
@@ -204,15 +227,25 @@ class SinkBatchIdsTest {
    * next start of the query, as a user restarts it: the sink continues with the oracle's output.
    */
   @ParameterizedTest(name = "{0}: killed at published, finished by the restart")
-  @EnumSource(value = Sink.class, names = {"DELTA_PATH", "KAFKA"})
+  @EnumSource(
+      value = Sink.class,
+      names = {"DELTA_PATH", "KAFKA"})
   void killedMidRepartitionThenFinished(Sink sink) throws Exception {
     prepare(sink);
     addInput(0, 1);
     List<StreamingQueryProgress> first = runQuery(sink, StateStores.HDFS.withPartitions(FROM));
     Path log = tmp.resolve("child.log");
-    int exit = ChildJvm.runCli(log, List.of("-Dstateshift.failpoint=published",
-        "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS), "repartition", "--checkpoint",
-        checkpoint().toString(), "--partitions", Integer.toString(UP), "--assume-stopped");
+    int exit =
+        ChildJvm.runCli(
+            log,
+            List.of(
+                "-Dstateshift.failpoint=published", "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS),
+            "repartition",
+            "--checkpoint",
+            checkpoint().toString(),
+            "--partitions",
+            Integer.toString(UP),
+            "--assume-stopped");
     assertThat(exit).as("exit code; log: %s", Files.readString(log)).isEqualTo(137);
     Thread.sleep(LOCK_LEASE_MS + 100); // the dead holder's lock expires
 
@@ -222,8 +255,8 @@ class SinkBatchIdsTest {
     assertThat(second.get(0).batchId()).isEqualTo(last(first) + 2);
     assertThat(checkpoint().resolve("_stateshift/journal")).doesNotExist();
     assertThat(StateShift.get(spark).verify(checkpoint().toString()).problems()).isEmpty();
-    List<String> output = sink == Sink.KAFKA ? kafkaValues(topic)
-        : json(spark.read().format("delta").load(target()));
+    List<String> output =
+        sink == Sink.KAFKA ? kafkaValues(topic) : json(spark.read().format("delta").load(target()));
     assertThat(output).containsExactlyElementsOf(oracle);
   }
 
@@ -241,12 +274,12 @@ class SinkBatchIdsTest {
     kafka.createTopic(source, 1);
     Path sink = tmp.resolve("sink");
     produce(source, 0, 1);
-    List<StreamingQueryProgress> first = runFromKafka(source, checkpoint(), sink,
-        StateStores.HDFS.withPartitions(FROM));
+    List<StreamingQueryProgress> first =
+        runFromKafka(source, checkpoint(), sink, StateStores.HDFS.withPartitions(FROM));
     RepartitionResult command = StateAssertions.repartition(spark, checkpoint(), FROM, UP);
     produce(source, 2, 3);
-    List<StreamingQueryProgress> second = runFromKafka(source, checkpoint(), sink,
-        StateStores.HDFS.withPartitions(FROM));
+    List<StreamingQueryProgress> second =
+        runFromKafka(source, checkpoint(), sink, StateStores.HDFS.withPartitions(FROM));
     Map<String, String> onDemand = new HashMap<>(StateStores.HDFS.withPartitions(FROM));
     onDemand.put(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(DOWN));
     produce(source, 4, 5);
@@ -261,13 +294,14 @@ class SinkBatchIdsTest {
     for (List<StreamingQueryProgress> run : List.of(first, second, third)) {
       read += run.stream().mapToLong(StreamingQueryProgress::numInputRows).sum();
     }
-    assertThat(read).as("records read over all runs: each once")
+    assertThat(read)
+        .as("records read over all runs: each once")
         .isEqualTo((long) EVENT_FILES * ROWS_PER_FILE + 2);
 
     // The uninterrupted run of the same query over the same topic.
     Path oracleSink = tmp.resolve("oracle-sink");
-    runFromKafka(source, tmp.resolve("oracle-checkpoint"), oracleSink,
-        StateStores.HDFS.withPartitions(5));
+    runFromKafka(
+        source, tmp.resolve("oracle-checkpoint"), oracleSink, StateStores.HDFS.withPartitions(5));
     List<String> expected = json(spark.read().parquet(oracleSink.toString()).drop("batch"));
     assertThat(expected).hasSizeGreaterThan(50);
     assertThat(json(spark.read().parquet(sink.toString()).drop("batch")))
@@ -283,8 +317,13 @@ class SinkBatchIdsTest {
     }
     if (sink == Sink.DELTA_TABLE) {
       spark.sql("DROP TABLE IF EXISTS " + TABLE);
-      spark.sql("CREATE TABLE " + TABLE + " (window_start TIMESTAMP, window_end TIMESTAMP,"
-          + " device STRING, count BIGINT) USING delta LOCATION '" + target() + "'");
+      spark.sql(
+          "CREATE TABLE "
+              + TABLE
+              + " (window_start TIMESTAMP, window_end TIMESTAMP,"
+              + " device STRING, count BIGINT) USING delta LOCATION '"
+              + target()
+              + "'");
     }
   }
 
@@ -296,8 +335,12 @@ class SinkBatchIdsTest {
       spark.conf().set(SINK_EVOLUTION, "true");
     }
     try {
-      Dataset<Row> events = spark.readStream().schema(StreamRun.EVENT_SCHEMA)
-          .option("maxFilesPerTrigger", 1).json(input().toString());
+      Dataset<Row> events =
+          spark
+              .readStream()
+              .schema(StreamRun.EVENT_SCHEMA)
+              .option("maxFilesPerTrigger", 1)
+              .json(input().toString());
       Dataset<Row> out = sink.query().apply(events);
       StreamingQuery query;
       if (sink == Sink.CONSOLE) {
@@ -305,8 +348,9 @@ class SinkBatchIdsTest {
         // inherits the Console output in force where the query starts.
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream capture = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        query = scala.Console$.MODULE$.withOut(capture,
-            (scala.Function0<StreamingQuery>) () -> startUnchecked(sink, out));
+        query =
+            scala.Console$.MODULE$.withOut(
+                capture, (scala.Function0<StreamingQuery>) () -> startUnchecked(sink, out));
         query.awaitTermination();
         printed.append(bytes.toString(StandardCharsets.UTF_8));
       } else {
@@ -331,52 +375,78 @@ class SinkBatchIdsTest {
 
   private StreamingQuery start(Sink sink, Dataset<Row> out) throws TimeoutException {
     String target = target();
-    DataStreamWriter<Row> writer = (sink == Sink.KAFKA || sink == Sink.CONSOLE
-        ? out.selectExpr("to_json(struct(*)) AS value") : out).writeStream()
-        .outputMode(sink.query().outputMode())
-        .option("checkpointLocation", checkpoint().toString())
-        .trigger(Trigger.AvailableNow());
+    DataStreamWriter<Row> writer =
+        (sink == Sink.KAFKA || sink == Sink.CONSOLE
+                ? out.selectExpr("to_json(struct(*)) AS value")
+                : out)
+            .writeStream()
+            .outputMode(sink.query().outputMode())
+            .option("checkpointLocation", checkpoint().toString())
+            .trigger(Trigger.AvailableNow());
     return switch (sink) {
       case DELTA_TABLE -> writer.format("delta").toTable(TABLE);
       case DELTA_PATH -> writer.format("delta").start(target);
-      case FOREACH_BATCH_DELTA -> writer.foreachBatch(
-          (VoidFunction2<Dataset<Row>, Long>) (batch, batchId) -> batch.write().format("delta")
-              .mode("append").option("txnAppId", TXN_APP_ID).option("txnVersion", batchId)
-              .save(target)).start();
-      case KAFKA -> writer.format("kafka")
-          .option("kafka.bootstrap.servers", kafka.bootstrapServers())
-          .option("topic", topic).start();
+      case FOREACH_BATCH_DELTA ->
+          writer
+              .foreachBatch(
+                  (VoidFunction2<Dataset<Row>, Long>)
+                      (batch, batchId) ->
+                          batch
+                              .write()
+                              .format("delta")
+                              .mode("append")
+                              .option("txnAppId", TXN_APP_ID)
+                              .option("txnVersion", batchId)
+                              .save(target))
+              .start();
+      case KAFKA ->
+          writer
+              .format("kafka")
+              .option("kafka.bootstrap.servers", kafka.bootstrapServers())
+              .option("topic", topic)
+              .start();
       case MEMORY -> writer.format("memory").queryName(memoryName()).start();
-      case CONSOLE -> writer.format("console").option("numRows", 100_000)
-          .option("truncate", false).start();
+      case CONSOLE ->
+          writer.format("console").option("numRows", 100_000).option("truncate", false).start();
       case NOOP -> writer.format("noop").start();
       // name() is Spark's sink evolution API, not yet public in the Java/Scala writer
-      case DELTA_PATH_NAMED -> ((org.apache.spark.sql.classic.DataStreamWriter<Row>) writer)
-          .name(SINK_NAME).format("delta").start(target);
+      case DELTA_PATH_NAMED ->
+          ((org.apache.spark.sql.classic.DataStreamWriter<Row>) writer)
+              .name(SINK_NAME)
+              .format("delta")
+              .start(target);
     };
   }
 
   /** The windowed count over the events of a Kafka topic, to a per-batch parquet sink. */
-  private List<StreamingQueryProgress> runFromKafka(String source, Path checkpoint, Path sink,
-      Map<String, String> conf) throws Exception {
+  private List<StreamingQueryProgress> runFromKafka(
+      String source, Path checkpoint, Path sink, Map<String, String> conf) throws Exception {
     conf.forEach((k, v) -> spark.conf().set(k, v));
     try {
-      Dataset<Row> events = spark.readStream().format("kafka")
-          .option("kafka.bootstrap.servers", kafka.bootstrapServers())
-          .option("subscribe", source)
-          .option("startingOffsets", "earliest")
-          .option("maxOffsetsPerTrigger", ROWS_PER_FILE)
-          .load()
-          .select(from_json(col("value").cast("string"), StreamRun.EVENT_SCHEMA).as("e"))
-          .select("e.*");
+      Dataset<Row> events =
+          spark
+              .readStream()
+              .format("kafka")
+              .option("kafka.bootstrap.servers", kafka.bootstrapServers())
+              .option("subscribe", source)
+              .option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", ROWS_PER_FILE)
+              .load()
+              .select(from_json(col("value").cast("string"), StreamRun.EVENT_SCHEMA).as("e"))
+              .select("e.*");
       String sinkPath = sink.toString();
-      StreamingQuery query = StatefulQueries.WINDOWED_COUNT.apply(events).writeStream()
-          .outputMode("append")
-          .option("checkpointLocation", checkpoint.toString())
-          .trigger(Trigger.AvailableNow())
-          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, batchId) ->
-              batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
-          .start();
+      StreamingQuery query =
+          StatefulQueries.WINDOWED_COUNT
+              .apply(events)
+              .writeStream()
+              .outputMode("append")
+              .option("checkpointLocation", checkpoint.toString())
+              .trigger(Trigger.AvailableNow())
+              .foreachBatch(
+                  (VoidFunction2<Dataset<Row>, Long>)
+                      (batch, batchId) ->
+                          batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
+              .start();
       query.awaitTermination();
       StreamRun.awaitQueryEvents(spark);
       return List.of(query.recentProgress());
@@ -388,9 +458,13 @@ class SinkBatchIdsTest {
   /** Writes the events of input files to the topic, one producer call per file, in order. */
   private void produce(String source, int... files) {
     for (int file : files) {
-      spark.read().schema(StreamRun.EVENT_SCHEMA).json(template.resolve(fileName(file)).toString())
+      spark
+          .read()
+          .schema(StreamRun.EVENT_SCHEMA)
+          .json(template.resolve(fileName(file)).toString())
           .selectExpr("to_json(struct(*)) AS value")
-          .write().format("kafka")
+          .write()
+          .format("kafka")
           .option("kafka.bootstrap.servers", kafka.bootstrapServers())
           .option("topic", source)
           .save();
@@ -398,33 +472,51 @@ class SinkBatchIdsTest {
   }
 
   private List<String> kafkaValues(String from) {
-    return spark.read().format("kafka")
+    return spark
+        .read()
+        .format("kafka")
         .option("kafka.bootstrap.servers", kafka.bootstrapServers())
         .option("subscribe", from)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
         .load()
         .selectExpr("CAST(value AS STRING)")
-        .collectAsList().stream().map(r -> r.getString(0)).sorted().toList();
+        .collectAsList()
+        .stream()
+        .map(r -> r.getString(0))
+        .sorted()
+        .toList();
   }
 
   /** The epoch (batch) id of every streaming write in a Delta table's history. */
   private List<Long> deltaEpochIds(String table) {
-    return spark.sql("DESCRIBE HISTORY " + table)
+    return spark
+        .sql("DESCRIBE HISTORY " + table)
         .where("operation = 'STREAMING UPDATE'")
         .selectExpr("CAST(operationParameters['epochId'] AS BIGINT)")
-        .collectAsList().stream().map(r -> r.getLong(0)).sorted().toList();
+        .collectAsList()
+        .stream()
+        .map(r -> r.getLong(0))
+        .sorted()
+        .toList();
   }
 
   /** The txnVersions of {@link #TXN_APP_ID} recorded in a Delta table's log, in commit order. */
   private List<Long> txnVersions(String table) {
-    return spark.read().json(table + "/_delta_log/*.json")
+    return spark
+        .read()
+        .json(table + "/_delta_log/*.json")
         .where("txn IS NOT NULL")
-        .selectExpr("txn.appId AS appId", "txn.version AS version",
+        .selectExpr(
+            "txn.appId AS appId",
+            "txn.version AS version",
             "CAST(regexp_extract(input_file_name(), '([0-9]+)\\\\.json$', 1) AS BIGINT) AS commit")
         .where("appId = '" + TXN_APP_ID + "'")
         .orderBy("commit")
-        .collectAsList().stream().map(r -> r.getLong(1)).toList();
+        .collectAsList()
+        .stream()
+        .map(r -> r.getLong(1))
+        .toList();
   }
 
   private String memoryName() {
@@ -432,8 +524,7 @@ class SinkBatchIdsTest {
   }
 
   private List<String> memoryTable() {
-    return spark.table(memoryName()).collectAsList().stream().map(Row::toString).sorted()
-        .toList();
+    return spark.table(memoryName()).collectAsList().stream().map(Row::toString).sorted().toList();
   }
 
   /** The memory sink's table after an uninterrupted complete-mode run over all input. */
@@ -451,14 +542,23 @@ class SinkBatchIdsTest {
 
   /** The JSON rows the console sink printed (one table cell per row, padded, not truncated). */
   private List<String> printedRows() {
-    return printed.toString().lines().map(String::trim)
+    return printed
+        .toString()
+        .lines()
+        .map(String::trim)
         .filter(l -> l.startsWith("|{") && l.endsWith("|"))
-        .map(l -> l.substring(1, l.length() - 1).trim()).sorted().toList();
+        .map(l -> l.substring(1, l.length() - 1).trim())
+        .sorted()
+        .toList();
   }
 
   private List<Long> printedBatchIds() {
-    return printed.toString().lines().filter(l -> l.startsWith("Batch: "))
-        .map(l -> Long.parseLong(l.substring("Batch: ".length()).trim())).toList();
+    return printed
+        .toString()
+        .lines()
+        .filter(l -> l.startsWith("Batch: "))
+        .map(l -> Long.parseLong(l.substring("Batch: ".length()).trim()))
+        .toList();
   }
 
   private static long numOutputRows(List<StreamingQueryProgress> progress) {
@@ -476,8 +576,13 @@ class SinkBatchIdsTest {
 
   /** A dataset's windowed-count rows as sorted JSON text, the form every sink is compared in. */
   private static List<String> json(Dataset<Row> rows) {
-    return rows.selectExpr("to_json(struct(window_start, window_end, device, count))")
-        .collectAsList().stream().map(r -> r.getString(0)).sorted().toList();
+    return rows
+        .selectExpr("to_json(struct(window_start, window_end, device, count))")
+        .collectAsList()
+        .stream()
+        .map(r -> r.getString(0))
+        .sorted()
+        .toList();
   }
 
   private Path checkpoint() {
@@ -497,7 +602,9 @@ class SinkBatchIdsTest {
     for (int file : files) {
       // with their times: the file source takes files in the order of their modification times,
       // and files copied in the same millisecond would come in any order (late events dropped)
-      Files.copy(template.resolve(fileName(file)), input().resolve(fileName(file)),
+      Files.copy(
+          template.resolve(fileName(file)),
+          input().resolve(fileName(file)),
           StandardCopyOption.COPY_ATTRIBUTES);
     }
   }

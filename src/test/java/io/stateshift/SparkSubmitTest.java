@@ -25,11 +25,11 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * stateshift installed the ways users install it, through Spark's own spark-submit entry point
  * ({@code org.apache.spark.deploy.SparkSubmit}) in a new JVM whose class path holds Spark but not
- * stateshift: first {@code --packages} resolved from a local file repository laid out as
- * {@code mvn install} lays it out, with the rest of the set-up in a spark-defaults.conf; then
- * {@code --jars} with the runtime jar, restarting the query with
- * {@code spark.sql.streaming.stateStore.partitions}. The jars are the ones Maven built before the
- * tests (the {@code process-test-classes} phase), so this runs in {@code mvn test}.
+ * stateshift: first {@code --packages} resolved from a local file repository laid out as {@code mvn
+ * install} lays it out, with the rest of the set-up in a spark-defaults.conf; then {@code --jars}
+ * with the runtime jar, restarting the query with {@code
+ * spark.sql.streaming.stateStore.partitions}. The jars are the ones Maven built before the tests
+ * (the {@code process-test-classes} phase), so this runs in {@code mvn test}.
  */
 class SparkSubmitTest {
   private final SparkSession spark = SparkTestSession.get();
@@ -50,17 +50,33 @@ class SparkSubmitTest {
 
     // 1. --packages, the rest from a spark-defaults.conf as the README shows it
     Path defaults = tmp.resolve("spark-defaults.conf");
-    Files.writeString(defaults, String.join("\n",
-        "spark.sql.extensions            io.stateshift.StateShiftExtensions",
-        "spark.sql.catalog.stateshift    io.stateshift.sql.StateShiftCatalog",
-        "spark.sql.shuffle.partitions    3",
-        "spark.jars.ivy                  " + tmp.resolve("ivy"),
-        "spark.ui.enabled                false", ""));
-    Map<String, String> first = submit("packages", List.of("--packages",
-        "io.stateshift:" + System.getProperty("stateshift.artifactId") + ":"
-            + System.getProperty("stateshift.version"),
-        "--repositories", repo.toUri().toString(), "--properties-file", defaults.toString()),
-        appJar, input, checkpoint, sink);
+    Files.writeString(
+        defaults,
+        String.join(
+            "\n",
+            "spark.sql.extensions            io.stateshift.StateShiftExtensions",
+            "spark.sql.catalog.stateshift    io.stateshift.sql.StateShiftCatalog",
+            "spark.sql.shuffle.partitions    3",
+            "spark.jars.ivy                  " + tmp.resolve("ivy"),
+            "spark.ui.enabled                false",
+            ""));
+    Map<String, String> first =
+        submit(
+            "packages",
+            List.of(
+                "--packages",
+                "io.stateshift:"
+                    + System.getProperty("stateshift.artifactId")
+                    + ":"
+                    + System.getProperty("stateshift.version"),
+                "--repositories",
+                repo.toUri().toString(),
+                "--properties-file",
+                defaults.toString()),
+            appJar,
+            input,
+            checkpoint,
+            sink);
     assertThat(first.get("stateInstances")).isEqualTo("[3, 3, 3, 3]");
     assertThat(first.get("inspectPartitions")).isEqualTo("[3]");
     assertThat(first.get("inspectStores")).isEqualTo("2");
@@ -68,12 +84,26 @@ class SparkSubmitTest {
     // 2. --jars with the runtime jar; the restart asks for 6 partitions
     events.writeEvents(2, 200, 25);
     events.writeEvents(3, 200, 25);
-    Map<String, String> second = submit("jars", List.of("--jars", runtimeJar.toString(),
-        "--conf", "spark.sql.extensions=io.stateshift.StateShiftExtensions",
-        "--conf", "spark.sql.catalog.stateshift=io.stateshift.sql.StateShiftCatalog",
-        "--conf", "spark.sql.streaming.stateStore.partitions=6",
-        "--conf", "spark.sql.shuffle.partitions=3",
-        "--conf", "spark.ui.enabled=false"), appJar, input, checkpoint, sink);
+    Map<String, String> second =
+        submit(
+            "jars",
+            List.of(
+                "--jars",
+                runtimeJar.toString(),
+                "--conf",
+                "spark.sql.extensions=io.stateshift.StateShiftExtensions",
+                "--conf",
+                "spark.sql.catalog.stateshift=io.stateshift.sql.StateShiftCatalog",
+                "--conf",
+                "spark.sql.streaming.stateStore.partitions=6",
+                "--conf",
+                "spark.sql.shuffle.partitions=3",
+                "--conf",
+                "spark.ui.enabled=false"),
+            appJar,
+            input,
+            checkpoint,
+            sink);
     assertThat(second.get("stateInstances")).isEqualTo("[6, 6, 6, 6]");
     assertThat(second.get("repartitionMs")).isNotEqualTo("null");
     assertThat(second.get("inspectPartitions")).isEqualTo("[6]");
@@ -84,8 +114,9 @@ class SparkSubmitTest {
 
   private static Path builtJar(String property) {
     Path jar = Path.of(System.getProperty(property, "unset"));
-    assertThat(jar).as("%s: run through Maven (mvn test builds the jars before the tests)",
-        property).isRegularFile();
+    assertThat(jar)
+        .as("%s: run through Maven (mvn test builds the jars before the tests)", property)
+        .isRegularFile();
     return jar;
   }
 
@@ -107,8 +138,8 @@ class SparkSubmitTest {
     Path classes = Path.of("target/test-classes");
     try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
         var files = Files.walk(classes.resolve("io/stateshift/testing"))) {
-      for (Path f : files.filter(p -> p.getFileName().toString().startsWith("SubmitApp"))
-          .toList()) {
+      for (Path f :
+          files.filter(p -> p.getFileName().toString().startsWith("SubmitApp")).toList()) {
         out.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
         Files.copy(f, out);
         out.closeEntry();
@@ -118,22 +149,32 @@ class SparkSubmitTest {
   }
 
   /** Runs spark-submit in a new JVM; returns the app's result lines as a map. */
-  private Map<String, String> submit(String name, List<String> options, Path appJar, Path input,
-      String checkpoint, String sink) throws Exception {
+  private Map<String, String> submit(
+      String name, List<String> options, Path appJar, Path input, String checkpoint, String sink)
+      throws Exception {
     Path result = tmp.resolve(name + "-result.txt");
     Path log = Path.of("target", "spark-submit-" + name + ".log").toAbsolutePath();
     Path home = Files.createDirectories(tmp.resolve("home")); // no ~/.m2 or ~/.ivy2 of the host
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "@" + Path.of("spark-jvm.options").toAbsolutePath(), "-Xmx1g",
-        "-XX:TieredStopAtLevel=1", "-Duser.home=" + home, "-cp", sparkClassPath(),
-        "org.apache.spark.deploy.SparkSubmit", "--master", "local[2]",
-        "--class", SubmitApp.class.getName()));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "@" + Path.of("spark-jvm.options").toAbsolutePath(),
+                "-Xmx1g",
+                "-XX:TieredStopAtLevel=1",
+                "-Duser.home=" + home,
+                "-cp",
+                sparkClassPath(),
+                "org.apache.spark.deploy.SparkSubmit",
+                "--master",
+                "local[2]",
+                "--class",
+                SubmitApp.class.getName()));
     command.addAll(options);
-    command.addAll(List.of(appJar.toString(), input.toString(), checkpoint, sink,
-        result.toString()));
-    Process process = new ProcessBuilder(command).redirectErrorStream(true)
-        .redirectOutput(log.toFile()).start();
+    command.addAll(
+        List.of(appJar.toString(), input.toString(), checkpoint, sink, result.toString()));
+    Process process =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     if (!process.waitFor(8, TimeUnit.MINUTES)) {
       process.destroyForcibly();
       throw new AssertionError("spark-submit did not finish; see " + log);
@@ -149,21 +190,29 @@ class SparkSubmitTest {
 
   /** The test class path less stateshift's own classes: Spark, Hadoop, Delta and the rest. */
   private static String sparkClassPath() {
-    List<String> entries = Arrays.stream(System.getProperty("java.class.path")
-            .split(File.pathSeparator))
-        .filter(e -> !e.endsWith("target" + File.separator + "classes")
-            && !e.endsWith("target" + File.separator + "test-classes"))
-        .toList();
+    List<String> entries =
+        Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
+            .filter(
+                e ->
+                    !e.endsWith("target" + File.separator + "classes")
+                        && !e.endsWith("target" + File.separator + "test-classes"))
+            .toList();
     assertThat(entries).noneMatch(e -> e.contains("stateshift") && e.endsWith(".jar"));
     return String.join(File.pathSeparator, entries);
   }
 
   private List<String> lastBatch(String sink) {
     Dataset<Row> all = spark.read().parquet(sink);
-    long last = ((Number) all.agg(org.apache.spark.sql.functions.max("batch")).first().get(0))
-        .longValue();
-    return all.filter(org.apache.spark.sql.functions.col("batch").equalTo(last)).drop("batch")
-        .collectAsList().stream().map(Row::toString).sorted().toList();
+    long last =
+        ((Number) all.agg(org.apache.spark.sql.functions.max("batch")).first().get(0)).longValue();
+    return all
+        .filter(org.apache.spark.sql.functions.col("batch").equalTo(last))
+        .drop("batch")
+        .collectAsList()
+        .stream()
+        .map(Row::toString)
+        .sorted()
+        .toList();
   }
 
   private List<String> oracle(Path input) throws Exception {

@@ -52,110 +52,149 @@ class SqlProceduresTest {
     String cp = checkpoint.toString();
 
     // inspect_state: a row per store (dedup, then the windowed count), 4 partitions each
-    List<Row> inspect = call(sql, "CALL stateshift.system.inspect_state(checkpoint => '" + cp
-        + "')");
-    assertThat(inspect).hasSize(2).allSatisfy(r -> {
-      assertThat(r.<Integer>getAs("partitions")).isEqualTo(4);
-      assertThat(r.<Long>getAs("rows")).isPositive();
-      assertThat(r.<Long>getAs("misplaced_keys")).isZero();
-      assertThat(r.<scala.collection.Seq<Long>>getAs("rows_per_partition").size()).isEqualTo(4);
-    });
+    List<Row> inspect =
+        call(sql, "CALL stateshift.system.inspect_state(checkpoint => '" + cp + "')");
+    assertThat(inspect)
+        .hasSize(2)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<Integer>getAs("partitions")).isEqualTo(4);
+              assertThat(r.<Long>getAs("rows")).isPositive();
+              assertThat(r.<Long>getAs("misplaced_keys")).isZero();
+              assertThat(r.<scala.collection.Seq<Long>>getAs("rows_per_partition").size())
+                  .isEqualTo(4);
+            });
     long committed = inspect.get(0).<Long>getAs("last_committed_batch");
     assertThat(inspect.stream().map(r -> r.<String>getAs("operator_name")).toList())
         .anySatisfy(n -> assertThat(n).containsIgnoringCase("dedup"));
 
     // a dry run: the plan per store, nothing written
     Map<String, String> before = CheckpointDigest.of(checkpoint);
-    List<Row> plan = call(sql, "CALL stateshift.system.repartition_state(checkpoint => '" + cp
-        + "', partitions => 8, dry_run => true)");
-    assertThat(plan).hasSize(2).allSatisfy(r -> {
-      assertThat(r.<Boolean>getAs("dry_run")).isTrue();
-      assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(4);
-      assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(8);
-      assertThat(r.<Long>getAs("batch")).isEqualTo(committed + 1);
-      assertThat(r.isNullAt(r.fieldIndex("rows_written"))).isTrue();
-    });
+    List<Row> plan =
+        call(
+            sql,
+            "CALL stateshift.system.repartition_state(checkpoint => '"
+                + cp
+                + "', partitions => 8, dry_run => true)");
+    assertThat(plan)
+        .hasSize(2)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<Boolean>getAs("dry_run")).isTrue();
+              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(4);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(8);
+              assertThat(r.<Long>getAs("batch")).isEqualTo(committed + 1);
+              assertThat(r.isNullAt(r.fieldIndex("rows_written"))).isTrue();
+            });
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
     // repartition, then undo it, then do it again: history keeps both
-    List<Row> moved = call(sql, "CALL stateshift.system.repartition_state(checkpoint => '" + cp
-        + "', partitions => 8)");
+    List<Row> moved =
+        call(
+            sql,
+            "CALL stateshift.system.repartition_state(checkpoint => '"
+                + cp
+                + "', partitions => 8)");
     assertMoved(moved, 4, 8);
     List<Row> undone = call(sql, "CALL stateshift.system.rollback_state('" + cp + "')");
-    assertThat(undone).singleElement().satisfies(r -> {
-      assertThat(r.<Long>getAs("rolled_back_batch")).isEqualTo(committed + 1);
-      assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(8);
-      assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(4);
-    });
-    List<Row> again = call(sql, "CALL stateshift.system.repartition_state(checkpoint => '" + cp
-        + "', partitions => 8, assume_stopped => true)");
+    assertThat(undone)
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.<Long>getAs("rolled_back_batch")).isEqualTo(committed + 1);
+              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(8);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(4);
+            });
+    List<Row> again =
+        call(
+            sql,
+            "CALL stateshift.system.repartition_state(checkpoint => '"
+                + cp
+                + "', partitions => 8, assume_stopped => true)");
     assertMoved(again, 4, 8);
-    StateAssertions.assertEveryKeyInItsSparkPartition(streams, checkpoint,
-        again.get(0).<Long>getAs("batch"), 8);
+    StateAssertions.assertEveryKeyInItsSparkPartition(
+        streams, checkpoint, again.get(0).<Long>getAs("batch"), 8);
     StateAssertions.assertMetadataReports(streams, checkpoint, 8);
 
-    List<Row> history = call(sql, "CALL stateshift.system.state_history(checkpoint => '" + cp
-        + "')");
+    List<Row> history =
+        call(sql, "CALL stateshift.system.state_history(checkpoint => '" + cp + "')");
     assertThat(history).hasSize(2);
     assertThat(history.stream().map(r -> r.<String>getAs("outcome")).sorted().toList())
         .containsExactly("completed", "rolled_back");
-    assertThat(history).allSatisfy(r -> {
-      assertThat(r.<Long>getAs("batch")).isEqualTo(committed + 1);
-      assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(4);
-      assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(8);
-      assertThat(r.<Long>getAs("state_rows_before")).isPositive();
-      assertThat(r.<java.sql.Timestamp>getAs("started_at").toInstant())
-          .isAfter(java.time.Instant.now().minusSeconds(600));
-    });
+    assertThat(history)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<Long>getAs("batch")).isEqualTo(committed + 1);
+              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(4);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(8);
+              assertThat(r.<Long>getAs("state_rows_before")).isPositive();
+              assertThat(r.<java.sql.Timestamp>getAs("started_at").toInstant())
+                  .isAfter(java.time.Instant.now().minusSeconds(600));
+            });
 
-    List<Row> verify = call(sql, "CALL stateshift.system.verify_state(checkpoint => '" + cp
-        + "')");
-    assertThat(verify).singleElement().satisfies(r -> {
-      assertThat(r.<Boolean>getAs("ok")).isTrue();
-      assertThat(r.<Integer>getAs("partitions")).isEqualTo(8);
-      assertThat(r.<Long>getAs("rows_checked")).isPositive();
-      assertThat(r.isNullAt(r.fieldIndex("problem"))).isTrue();
-    });
+    List<Row> verify = call(sql, "CALL stateshift.system.verify_state(checkpoint => '" + cp + "')");
+    assertThat(verify)
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.<Boolean>getAs("ok")).isTrue();
+              assertThat(r.<Integer>getAs("partitions")).isEqualTo(8);
+              assertThat(r.<Long>getAs("rows_checked")).isPositive();
+              assertThat(r.isNullAt(r.fieldIndex("problem"))).isTrue();
+            });
 
-    List<Row> doctor = call(sql, "CALL stateshift.system.doctor(checkpoint => '" + cp
-        + "', cores => 2)");
-    assertThat(doctor).isNotEmpty().allSatisfy(r -> {
-      assertThat(r.<Integer>getAs("partitions")).isEqualTo(8);
-      assertThat(r.<Integer>getAs("cores")).isEqualTo(2);
-      assertThat(r.<String>getAs("severity")).isIn("INFO", "WARNING", "ERROR");
-    });
+    List<Row> doctor =
+        call(sql, "CALL stateshift.system.doctor(checkpoint => '" + cp + "', cores => 2)");
+    assertThat(doctor)
+        .isNotEmpty()
+        .allSatisfy(
+            r -> {
+              assertThat(r.<Integer>getAs("partitions")).isEqualTo(8);
+              assertThat(r.<Integer>getAs("cores")).isEqualTo(2);
+              assertThat(r.<String>getAs("severity")).isIn("INFO", "WARNING", "ERROR");
+            });
     // a script can filter the rows like any DataFrame
-    assertThat(sql.sql("CALL stateshift.system.doctor('" + cp + "', 2)")
-        .filter("severity = 'ERROR'").count()).isZero();
+    assertThat(
+            sql.sql("CALL stateshift.system.doctor('" + cp + "', 2)")
+                .filter("severity = 'ERROR'")
+                .count())
+        .isZero();
 
     // the query restarts on 8 partitions and writes exactly what an uninterrupted run writes
     for (int i = 2; i < 4; i++) {
       run.writeEvents(i, 200, 30);
     }
     run.writeFlush(4);
-    assertThat(StreamRun.stateInstances(run.runAvailable(QUERY, checkpoint, sink,
-        STORE.withPartitions(4)))).isNotEmpty().containsOnly(8L);
+    assertThat(
+            StreamRun.stateInstances(
+                run.runAvailable(QUERY, checkpoint, sink, STORE.withPartitions(4))))
+        .isNotEmpty()
+        .containsOnly(8L);
     assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
   }
 
   private static void assertMoved(List<Row> rows, int from, int to) {
-    assertThat(rows).hasSize(2).allSatisfy(r -> {
-      assertThat(r.<Boolean>getAs("dry_run")).isFalse();
-      assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(from);
-      assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(to);
-      assertThat(r.<Long>getAs("rows_written")).isPositive()
-          .isEqualTo(r.<Long>getAs("rows_read"));
-      assertThat(r.<Long>getAs("bytes_written")).isPositive();
-      assertThat(r.<Long>getAs("duration_ms")).isNotNegative();
-    });
+    assertThat(rows)
+        .hasSize(2)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<Boolean>getAs("dry_run")).isFalse();
+              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(from);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(to);
+              assertThat(r.<Long>getAs("rows_written"))
+                  .isPositive()
+                  .isEqualTo(r.<Long>getAs("rows_read"));
+              assertThat(r.<Long>getAs("bytes_written")).isPositive();
+              assertThat(r.<Long>getAs("duration_ms")).isNotNegative();
+            });
   }
 
   /** The same query over the same files, on a fresh checkpoint, uninterrupted. */
   private List<String> oracle() {
     Path dir = tmp.resolve("oracle");
     StreamRun run = new StreamRun(streams, tmp.resolve("input"));
-    run.runAvailable(QUERY, dir.resolve("checkpoint"), dir.resolve("sink"),
-        StateStores.HDFS.withPartitions(5));
+    run.runAvailable(
+        QUERY, dir.resolve("checkpoint"), dir.resolve("sink"), StateStores.HDFS.withPartitions(5));
     List<String> rows = run.sinkRows(dir.resolve("sink"), QUERY);
     assertThat(rows).isNotEmpty();
     return rows;
@@ -165,10 +204,14 @@ class SqlProceduresTest {
   void refusalsRaiseTheReasonAndLeaveTheCheckpointUnchanged() throws Exception {
     SparkSession sql = sqlSession();
     String missing = tmp.resolve("no-such-checkpoint").toString();
-    for (String procedure : List.of("repartition_state(checkpoint => '" + missing
-        + "', partitions => 8)", "inspect_state('" + missing + "')", "verify_state('" + missing
-        + "')", "rollback_state('" + missing + "')", "doctor('" + missing + "')",
-        "state_history('" + missing + "')")) {
+    for (String procedure :
+        List.of(
+            "repartition_state(checkpoint => '" + missing + "', partitions => 8)",
+            "inspect_state('" + missing + "')",
+            "verify_state('" + missing + "')",
+            "rollback_state('" + missing + "')",
+            "doctor('" + missing + "')",
+            "state_history('" + missing + "')")) {
       assertThatThrownBy(() -> sql.sql("CALL stateshift.system." + procedure))
           .isInstanceOf(StateShiftException.class)
           .hasMessageContaining("refused [CHECKPOINT_NOT_FOUND]")
@@ -178,25 +221,42 @@ class SqlProceduresTest {
     StreamRun run = new StreamRun(streams, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     run.writeEvents(0, 200, 20);
-    run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.GROUPED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
         StateStores.HDFS.withPartitions(3));
     Map<String, String> before = CheckpointDigest.of(checkpoint);
     String cp = checkpoint.toString();
-    assertThatThrownBy(() -> sql.sql("CALL stateshift.system.repartition_state(checkpoint => '"
-        + cp + "', partitions => 3)"))
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                    "CALL stateshift.system.repartition_state(checkpoint => '"
+                        + cp
+                        + "', partitions => 3)"))
         .isInstanceOf(StateShiftException.class)
         .hasMessageContaining("repartition_state refused [SAME_PARTITION_COUNT]")
-        .satisfies(e -> assertThat(((StateShiftException) e).reason())
-            .isEqualTo(StateShiftException.Reason.SAME_PARTITION_COUNT));
-    assertThatThrownBy(() -> sql.sql("CALL stateshift.system.repartition_state(checkpoint => '"
-        + cp + "', partitions => 0)"))
+        .satisfies(
+            e ->
+                assertThat(((StateShiftException) e).reason())
+                    .isEqualTo(StateShiftException.Reason.SAME_PARTITION_COUNT));
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                    "CALL stateshift.system.repartition_state(checkpoint => '"
+                        + cp
+                        + "', partitions => 0)"))
         .hasMessageContaining("refused [INVALID_PARTITION_COUNT]");
-    assertThatThrownBy(() -> sql.sql("CALL stateshift.system.rollback_state(checkpoint => '"
-        + cp + "')"))
+    assertThatThrownBy(
+            () -> sql.sql("CALL stateshift.system.rollback_state(checkpoint => '" + cp + "')"))
         .hasMessageContaining("rollback_state refused [");
     // Spark's own checks of names and arguments, before anything runs
-    assertThatThrownBy(() -> sql.sql("CALL stateshift.system.repartition_state(checkpoint => '"
-        + cp + "', partition => 6)"))
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                    "CALL stateshift.system.repartition_state(checkpoint => '"
+                        + cp
+                        + "', partition => 6)"))
         .hasMessageContaining("partition");
     assertThatThrownBy(() -> sql.sql("CALL stateshift.system.repartition_stat('" + cp + "', 6)"))
         .hasMessageContaining("cannot be found")

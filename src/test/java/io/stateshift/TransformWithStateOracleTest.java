@@ -27,19 +27,21 @@ import org.junit.jupiter.api.io.TempDir;
  * The oracle for transformWithState (RocksDB only, as Spark requires): a query whose state
  * variables (value, list and map state, with and without TTL) and timers (processing time, event
  * time) are repartitioned up and then down writes exactly what the same query writes run without
- * interruption over the same input. After each repartition every entry of every state variable
- * and every timer sits in Spark's partition of its grouping key, the state reads back unchanged,
- * timers registered before it fire after it once, expired TTL entries stay expired and live ones
- * live on ({@link DeviceStateProcessor} writes what its state holds).
+ * interruption over the same input. After each repartition every entry of every state variable and
+ * every timer sits in Spark's partition of its grouping key, the state reads back unchanged, timers
+ * registered before it fire after it once, expired TTL entries stay expired and live ones live on
+ * ({@link DeviceStateProcessor} writes what its state holds).
  */
 class TransformWithStateOracleTest {
   static final int ROWS = 40;
   static final int FILES = 4;
   static final String NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled";
+
   /** Longer than the short TTL and the processing-time timer, so both expire between batches. */
   static final long BATCH_GAP_MS = DeviceStateProcessor.SHORT_TTL_MS + 400;
-  static final List<String> STATE_VARIABLES = List.of("count", "lastBatchCount", "ids",
-      "lastBatchIds", "perMinute", "lastBatchPerMinute");
+
+  static final List<String> STATE_VARIABLES =
+      List.of("count", "lastBatchCount", "ids", "lastBatchIds", "perMinute", "lastBatchPerMinute");
 
   private final SparkSession spark = SparkTestSession.get();
 
@@ -64,11 +66,10 @@ class TransformWithStateOracleTest {
     long[] repartitionBatch = new long[FILES];
     for (int i = 0; i < FILES; i++) {
       oracle.writeRotatingEvents(i, ROWS);
-      oracle.runAvailable(query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"),
-          conf);
+      oracle.runAvailable(
+          query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), conf);
       run.writeRotatingEvents(i, ROWS);
-      assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf),
-          partitionsAfter[i]);
+      assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), partitionsAfter[i]);
       if (i + 1 < FILES && partitionsAfter[i + 1] != partitionsAfter[i]) {
         repartitionBatch[i] = repartitionAndCheck(checkpoint, partitionsAfter[i + 1]);
       }
@@ -76,7 +77,8 @@ class TransformWithStateOracleTest {
     }
 
     List<String> rows = run.sinkRows(sink, query);
-    assertThat(rows).doesNotHaveDuplicates()
+    assertThat(rows)
+        .doesNotHaveDuplicates()
         .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"), query));
     for (int i = 1; i <= 2; i++) {
       // the batch right after a repartition: every device of the file before it has its timer
@@ -85,20 +87,23 @@ class TransformWithStateOracleTest {
       List<String> after = linesOfBatch(sink, repartitionBatch[i] + 1);
       for (String device : devicesBefore) {
         assertThat(after).filteredOn(l -> l.startsWith("timer|" + device + "|")).hasSize(1);
-        assertThat(after).filteredOn(l -> l.startsWith("input|" + device + "|"))
-            .allSatisfy(l -> assertThat(l.substring(0, l.indexOf("|after")))
-                .contains("lastBatchCount=none", "lastBatchIds=0 ", "lastBatchMinutes=0")
-                .doesNotContain("before count=none", " ids=0:"));
+        assertThat(after)
+            .filteredOn(l -> l.startsWith("input|" + device + "|"))
+            .allSatisfy(
+                l ->
+                    assertThat(l.substring(0, l.indexOf("|after")))
+                        .contains("lastBatchCount=none", "lastBatchIds=0 ", "lastBatchMinutes=0")
+                        .doesNotContain("before count=none", " ids=0:"));
       }
-      assertThat(after).anyMatch(l -> l.startsWith("input|")
-          && devicesBefore.contains(l.split("\\|")[1]));
+      assertThat(after)
+          .anyMatch(l -> l.startsWith("input|") && devicesBefore.contains(l.split("\\|")[1]));
     }
   }
 
   /**
-   * Event time, RocksDB with changelog checkpointing, 3 to 5 partitions through the API, then 5
-   * to 2 on demand when the query restarts with a new partition setting. Event-time timers set
-   * before a repartition fire after it, once each.
+   * Event time, RocksDB with changelog checkpointing, 3 to 5 partitions through the API, then 5 to
+   * 2 on demand when the query restarts with a new partition setting. Event-time timers set before
+   * a repartition fire after it, once each.
    */
   @Test
   void eventTimeStateAndTimersSurviveAnIncreaseThenAnOnDemandDecrease() {
@@ -133,29 +138,37 @@ class TransformWithStateOracleTest {
     conf.remove(StateShiftExtensions.STATE_PARTITIONS);
     oracle.runAvailable(query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), conf);
     List<String> rows = run.sinkRows(sink, query);
-    assertThat(rows).doesNotHaveDuplicates()
+    assertThat(rows)
+        .doesNotHaveDuplicates()
         .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"), query));
     // devices last seen before the first repartition: their timers fire after it, once each
     Set<String> gone = new TreeSet<>(devicesOf(run, 1));
     gone.removeAll(devicesOf(run, 2));
     gone.removeAll(devicesOf(run, 3));
     assertThat(gone).isNotEmpty();
-    List<String> timersAfter = session.read().parquet(sink.toString())
-        .where("batch > " + firstRepartition).collectAsList().stream()
-        .map(r -> r.getString(0)).filter(l -> l.startsWith("timer|")).toList();
+    List<String> timersAfter =
+        session
+            .read()
+            .parquet(sink.toString())
+            .where("batch > " + firstRepartition)
+            .collectAsList()
+            .stream()
+            .map(r -> r.getString(0))
+            .filter(l -> l.startsWith("timer|"))
+            .toList();
     assertThat(timersAfter).anyMatch(l -> gone.contains(l.split("\\|")[1]));
   }
 
   /**
-   * Repartitions through the API and checks the result: rows moved one for one, every entry in
-   * its partition, the state unchanged entry for entry, Spark's metadata and stateshift's own
-   * census agree. Returns the repartition's batch id.
+   * Repartitions through the API and checks the result: rows moved one for one, every entry in its
+   * partition, the state unchanged entry for entry, Spark's metadata and stateshift's own census
+   * agree. Returns the repartition's batch id.
    */
   private long repartitionAndCheck(Path checkpoint, int to) {
     long before = lastCommitted(checkpoint);
     Map<String, List<String>> stateBefore = stateContents(checkpoint, before, 0);
-    RepartitionResult result = StateShift.get(spark).repartitionState(checkpoint.toString())
-        .toPartitions(to).execute();
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(to).execute();
     assertThat(result.toPartitions()).isEqualTo(to);
     assertThat(result.rowsMoved()).isPositive();
     assertThat(result.stores())
@@ -175,11 +188,15 @@ class TransformWithStateOracleTest {
   private List<Dataset<Row>> everyStateVariable(Path checkpoint, long batchId) {
     List<Dataset<Row>> out = new ArrayList<>();
     for (String variable : STATE_VARIABLES) {
-      out.add(stateReader(checkpoint, batchId).option("stateVarName", variable)
-          .load(checkpoint.toString()));
+      out.add(
+          stateReader(checkpoint, batchId)
+              .option("stateVarName", variable)
+              .load(checkpoint.toString()));
     }
-    out.add(stateReader(checkpoint, batchId).option("readRegisteredTimers", true)
-        .load(checkpoint.toString()));
+    out.add(
+        stateReader(checkpoint, batchId)
+            .option("readRegisteredTimers", true)
+            .load(checkpoint.toString()));
     return out;
   }
 
@@ -188,9 +205,13 @@ class TransformWithStateOracleTest {
     long entries = 0;
     for (Dataset<Row> state : everyStateVariable(checkpoint, batchId)) {
       entries += state.count();
-      assertThat(state.selectExpr("partition_id", "pmod(hash(key), " + partitions + ") AS expected")
-          .filter("partition_id != expected OR partition_id >= " + partitions).count())
-          .as("misplaced entries of %s", state.schema().simpleString()).isZero();
+      assertThat(
+              state
+                  .selectExpr("partition_id", "pmod(hash(key), " + partitions + ") AS expected")
+                  .filter("partition_id != expected OR partition_id >= " + partitions)
+                  .count())
+          .as("misplaced entries of %s", state.schema().simpleString())
+          .isZero();
     }
     assertThat(entries).isPositive();
   }
@@ -205,13 +226,22 @@ class TransformWithStateOracleTest {
     for (int i = 0; i < all.size(); i++) {
       String name = i < STATE_VARIABLES.size() ? STATE_VARIABLES.get(i) : "timers";
       Dataset<Row> state = all.get(i);
-      String[] columns = java.util.Arrays.stream(state.columns())
-          .filter(c -> !c.equals("partition_id")).toArray(String[]::new);
-      String misplaced = partitions <= 0 ? "false" : "partition_id != pmod(hash(key), "
-          + partitions + ") OR partition_id >= " + partitions;
-      Dataset<Row> rows = state.selectExpr("'" + name + "' AS variable",
-          "to_json(struct(" + String.join(", ", columns) + ")) AS entry",
-          "(" + misplaced + ") AS misplaced");
+      String[] columns =
+          java.util.Arrays.stream(state.columns())
+              .filter(c -> !c.equals("partition_id"))
+              .toArray(String[]::new);
+      String misplaced =
+          partitions <= 0
+              ? "false"
+              : "partition_id != pmod(hash(key), "
+                  + partitions
+                  + ") OR partition_id >= "
+                  + partitions;
+      Dataset<Row> rows =
+          state.selectExpr(
+              "'" + name + "' AS variable",
+              "to_json(struct(" + String.join(", ", columns) + ")) AS entry",
+              "(" + misplaced + ") AS misplaced");
       entries = entries == null ? rows : entries.unionAll(rows);
     }
     List<Row> rows = entries.collectAsList();
@@ -227,22 +257,41 @@ class TransformWithStateOracleTest {
 
   private Set<String> devicesOf(OperatorRun run, int file) {
     Set<String> out = new TreeSet<>();
-    run.batch().where(org.apache.spark.sql.functions.input_file_name()
-            .contains(String.format("events-%04d", file)))
-        .select("device").distinct().collectAsList().forEach(r -> out.add(r.getString(0)));
+    run.batch()
+        .where(
+            org.apache
+                .spark
+                .sql
+                .functions
+                .input_file_name()
+                .contains(String.format("events-%04d", file)))
+        .select("device")
+        .distinct()
+        .collectAsList()
+        .forEach(r -> out.add(r.getString(0)));
     assertThat(out).isNotEmpty();
     return out;
   }
 
   private List<String> linesOfBatch(Path sink, long batchId) {
-    return spark.read().parquet(sink.toString()).where("batch = " + batchId).collectAsList()
-        .stream().map(r -> r.getString(0)).toList();
+    return spark
+        .read()
+        .parquet(sink.toString())
+        .where("batch = " + batchId)
+        .collectAsList()
+        .stream()
+        .map(r -> r.getString(0))
+        .toList();
   }
 
   private static long lastCommitted(Path checkpoint) {
     try (var files = java.nio.file.Files.list(checkpoint.resolve("commits"))) {
-      return files.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
-          .mapToLong(Long::parseLong).max().orElseThrow();
+      return files
+          .map(p -> p.getFileName().toString())
+          .filter(n -> n.matches("\\d+"))
+          .mapToLong(Long::parseLong)
+          .max()
+          .orElseThrow();
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }

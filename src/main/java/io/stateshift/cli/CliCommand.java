@@ -5,8 +5,8 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * A command of the command line and the options it takes; its usage text is made from them, so
- * the help cannot drift from what the parser accepts.
+ * A command of the command line and the options it takes; its usage text is made from them, so the
+ * help cannot drift from what the parser accepts.
  *
  * @param name the command, for example {@code repartition}
  * @param summary one line for the global usage
@@ -14,8 +14,8 @@ import java.util.Optional;
  * @param options every option the command accepts
  * @param example one command line that works
  */
-record CliCommand(String name, String summary, String description, List<CliOption> options,
-    String example) {
+record CliCommand(
+    String name, String summary, String description, List<CliOption> options, String example) {
 
   Optional<CliOption> option(String optionName) {
     return options.stream().filter(o -> o.name().equals(optionName)).findFirst();

@@ -6,11 +6,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * The command line's JSON output ({@code --json}). Every document is one object that starts with
- * the same envelope: {@code schema} ({@value #SCHEMA}; a field is only ever added within one
- * schema version, never renamed or removed), {@code command}, {@code ok} (the exit code is 0) and
- * {@code exitCode}; the command's fields follow. When {@code ok} is false, {@code error} holds a
- * {@code reason} (a {@link io.stateshift.StateShiftException.Reason} name, {@code USAGE}, or a
- * command's own, such as {@code PROBLEMS_FOUND}) and a {@code message}.
+ * the same envelope: {@code schema} ({@value #SCHEMA}; a field is only ever added within one schema
+ * version, never renamed or removed), {@code command}, {@code ok} (the exit code is 0) and {@code
+ * exitCode}; the command's fields follow. When {@code ok} is false, {@code error} holds a {@code
+ * reason} (a {@link io.stateshift.StateShiftException.Reason} name, {@code USAGE}, or a command's
+ * own, such as {@code PROBLEMS_FOUND}) and a {@code message}.
  */
 final class CliJson {
   static final String SCHEMA = "stateshift/v1";

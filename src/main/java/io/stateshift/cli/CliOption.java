@@ -14,8 +14,14 @@ import java.util.function.Function;
  * @param required whether the command refuses to run without it
  * @param repeatable whether it may be given more than once (each value is kept)
  */
-record CliOption(String name, String valueName, String defaultText, String help,
-    Function<String, String> check, boolean required, boolean repeatable) {
+record CliOption(
+    String name,
+    String valueName,
+    String defaultText,
+    String help,
+    Function<String, String> check,
+    boolean required,
+    boolean repeatable) {
 
   static CliOption flag(String name, String help) {
     return new CliOption(name, null, null, help, v -> null, false, false);

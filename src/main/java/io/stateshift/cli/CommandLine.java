@@ -78,36 +78,68 @@ final class CommandLine {
 
   // ---- the commands ----
 
-  private static final CliOption CHECKPOINT = CliOption.value("checkpoint", "<path>", null,
-      "the query's checkpointLocation (a Hadoop path: file:, hdfs:, s3a:, ...)").mandatory()
-      .checkedBy(CliOption::notBlank);
-  private static final CliOption JSON = CliOption.flag("json",
-      "print the result as JSON (schema " + CliJson.SCHEMA + "), errors included");
-  private static final CliOption ASSUME_STOPPED = CliOption.flag("assume-stopped",
-      "the query is known to be stopped: skip the refusal of logs written in the last 2 minutes "
-          + "(a running query holding StateShiftExtensions' lease still refuses)");
-  private static final CliOption CORES = CliOption.value("cores", "<n>",
-      "the Spark master's cores", "cores the query runs on, for the partition advice")
-      .checkedBy(CliOption.atLeast(1));
-  private static final CliOption PROGRESS_HISTORY = CliOption.value("history", "<path>", "none",
-      "a folder of StreamMonitor progress history (JSON lines)").checkedBy(CliOption::notBlank);
-  private static final CliOption FILE_SINK = CliOption.value("file-sink", "<path>",
-      "the sink on record in _stateshift/file-sink, if any",
-      "the output folder of the query's file sink (parquet, json, csv, orc, text)")
-      .checkedBy(CliOption::notBlank);
-  private static final CliOption MASTER = CliOption.value("master", "<url>",
-      "local[2], or the spark.master system property", "Spark master")
-      .checkedBy(CliOption::notBlank);
-  private static final CliOption CONF = CliOption.value("conf", "<key=value>", null,
-      "a Spark setting, for example S3 credentials").many()
-      .checkedBy(v -> v.indexOf('=') > 0 ? null : "takes key=value, got '" + v + "'");
+  private static final CliOption CHECKPOINT =
+      CliOption.value(
+              "checkpoint",
+              "<path>",
+              null,
+              "the query's checkpointLocation (a Hadoop path: file:, hdfs:, s3a:, ...)")
+          .mandatory()
+          .checkedBy(CliOption::notBlank);
+  private static final CliOption JSON =
+      CliOption.flag(
+          "json", "print the result as JSON (schema " + CliJson.SCHEMA + "), errors included");
+  private static final CliOption ASSUME_STOPPED =
+      CliOption.flag(
+          "assume-stopped",
+          "the query is known to be stopped: skip the refusal of logs written in the last 2 minutes "
+              + "(a running query holding StateShiftExtensions' lease still refuses)");
+  private static final CliOption CORES =
+      CliOption.value(
+              "cores",
+              "<n>",
+              "the Spark master's cores",
+              "cores the query runs on, for the partition advice")
+          .checkedBy(CliOption.atLeast(1));
+  private static final CliOption PROGRESS_HISTORY =
+      CliOption.value(
+              "history",
+              "<path>",
+              "none",
+              "a folder of StreamMonitor progress history (JSON lines)")
+          .checkedBy(CliOption::notBlank);
+  private static final CliOption FILE_SINK =
+      CliOption.value(
+              "file-sink",
+              "<path>",
+              "the sink on record in _stateshift/file-sink, if any",
+              "the output folder of the query's file sink (parquet, json, csv, orc, text)")
+          .checkedBy(CliOption::notBlank);
+  private static final CliOption MASTER =
+      CliOption.value(
+              "master", "<url>", "local[2], or the spark.master system property", "Spark master")
+          .checkedBy(CliOption::notBlank);
+  private static final CliOption CONF =
+      CliOption.value("conf", "<key=value>", null, "a Spark setting, for example S3 credentials")
+          .many()
+          .checkedBy(v -> v.indexOf('=') > 0 ? null : "takes key=value, got '" + v + "'");
 
-  private static final CliOption JARS = CliOption.value("jars", "<a.jar,...>", null,
-      "extra jars (a file system connector such as hadoop-aws), on the driver and shipped to "
-          + "executors").many();
-  private static final CliOption PACKAGES = CliOption.value("packages", "<g:a:v,...>", null,
-      "Maven artifacts with their dependencies, resolved by the ./stateshift launcher into "
-          + "--jars (also: STATESHIFT_CLASSPATH)").many();
+  private static final CliOption JARS =
+      CliOption.value(
+              "jars",
+              "<a.jar,...>",
+              null,
+              "extra jars (a file system connector such as hadoop-aws), on the driver and shipped to "
+                  + "executors")
+          .many();
+  private static final CliOption PACKAGES =
+      CliOption.value(
+              "packages",
+              "<g:a:v,...>",
+              null,
+              "Maven artifacts with their dependencies, resolved by the ./stateshift launcher into "
+                  + "--jars (also: STATESHIFT_CLASSPATH)")
+          .many();
 
   private static List<CliOption> withSpark(CliOption... own) {
     List<CliOption> out = new ArrayList<>(List.of(own));
@@ -118,110 +150,152 @@ final class CommandLine {
     return List.copyOf(out);
   }
 
-  static final List<CliCommand> COMMANDS = List.of(
-      new CliCommand("repartition", "Redistribute the state of a stopped query into n partitions.",
-          """
+  static final List<CliCommand> COMMANDS =
+      List.of(
+          new CliCommand(
+              "repartition",
+              "Redistribute the state of a stopped query into n partitions.",
+              """
           Redistributes the state of the stopped query at --checkpoint into n partitions,
           crash-safely: running it again after a crash finishes or undoes the interrupted attempt.
           Progress goes to stderr. A checkpoint that already has n partitions is left as it is
           (exit 0, "Nothing to do"), so scripts can run it unconditionally.
           """,
-          withSpark(CHECKPOINT,
-              CliOption.value("partitions", "<n>", null, "the partition count to end with")
-                  .mandatory().checkedBy(CliOption.atLeast(1)),
-              CliOption.flag("dry-run", "print the plan and write nothing"),
-              CliOption.value("backup-to", "<path>", "_stateshift/ in the checkpoint",
-                  "where a decrease keeps the partition folders it drops")
-                  .checkedBy(CliOption::notBlank),
-              FILE_SINK, ASSUME_STOPPED, JSON),
-          "stateshift repartition --checkpoint s3a://bucket/checkpoints/orders --partitions 16"),
-      new CliCommand("rollback", "Restore the layout before the last repartition.",
-          """
+              withSpark(
+                  CHECKPOINT,
+                  CliOption.value("partitions", "<n>", null, "the partition count to end with")
+                      .mandatory()
+                      .checkedBy(CliOption.atLeast(1)),
+                  CliOption.flag("dry-run", "print the plan and write nothing"),
+                  CliOption.value(
+                          "backup-to",
+                          "<path>",
+                          "_stateshift/ in the checkpoint",
+                          "where a decrease keeps the partition folders it drops")
+                      .checkedBy(CliOption::notBlank),
+                  FILE_SINK,
+                  ASSUME_STOPPED,
+                  JSON),
+              "stateshift repartition --checkpoint s3a://bucket/checkpoints/orders --partitions 16"),
+          new CliCommand(
+              "rollback",
+              "Restore the layout before the last repartition.",
+              """
           Restores the layout before the checkpoint's last repartition, byte for byte, as long as
           no batch has run on the new layout (it says what to run instead when one has).
           """,
-          withSpark(CHECKPOINT, ASSUME_STOPPED, JSON),
-          "stateshift rollback --checkpoint /data/checkpoints/orders"),
-      new CliCommand("verify", "Check key placement, row counts and state files.",
-          """
+              withSpark(CHECKPOINT, ASSUME_STOPPED, JSON),
+              "stateshift rollback --checkpoint /data/checkpoints/orders"),
+          new CliCommand(
+              "verify",
+              "Check key placement, row counts and state files.",
+              """
           Checks that every key is in the partition Spark assigns it, that each store holds as
           many rows as before the last repartition, and that the state files the logs need exist.
           Exit code 1 on any problem. Read-only.
           """,
-          withSpark(CHECKPOINT, FILE_SINK, JSON),
-          "stateshift verify --checkpoint /data/checkpoints/orders"),
-      new CliCommand("repair-sink-log", "Give a file sink's log the repartition batches it lacks.",
-          """
+              withSpark(CHECKPOINT, FILE_SINK, JSON),
+              "stateshift verify --checkpoint /data/checkpoints/orders"),
+          new CliCommand(
+              "repair-sink-log",
+              "Give a file sink's log the repartition batches it lacks.",
+              """
           Writes an empty entry into the file sink's log (<output>/_spark_metadata) for each
           repartition batch of the checkpoint that the log lacks: a repartition that did not know
           the sink, or Spark's built-in runner, leaves such a gap, and the sink's next compaction
           and every read of its output fail on it. Gaps at batches that wrote output are reported,
           not filled (exit code 1). Changes nothing in the checkpoint.
           """,
-          withSpark(CHECKPOINT, FILE_SINK.mandatory(), JSON),
-          "stateshift repair-sink-log --checkpoint /data/checkpoints/orders --file-sink /data/out"),
-      new CliCommand("inspect", "Show batches, operators, stores, rows and bytes per partition.",
-          """
+              withSpark(CHECKPOINT, FILE_SINK.mandatory(), JSON),
+              "stateshift repair-sink-log --checkpoint /data/checkpoints/orders --file-sink /data/out"),
+          new CliCommand(
+              "inspect",
+              "Show batches, operators, stores, rows and bytes per partition.",
+              """
           Shows the query id, last planned and committed batch, state store provider, each
           stateful operator and store with rows and bytes per partition, skew, and keys outside
           their partition. Read-only.
           """,
-          withSpark(CHECKPOINT, JSON),
-          "stateshift inspect --checkpoint /data/checkpoints/orders --json"),
-      new CliCommand("history", "List the repartitions and rollbacks done on a checkpoint.",
-          """
+              withSpark(CHECKPOINT, JSON),
+              "stateshift inspect --checkpoint /data/checkpoints/orders --json"),
+          new CliCommand(
+              "history",
+              "List the repartitions and rollbacks done on a checkpoint.",
+              """
           Lists every repartition and rollback stateshift recorded for the checkpoint (under
           _stateshift/history), oldest first: time, partitions from -> to, rows and bytes moved,
           duration, write path, application and user, outcome. Failures after the checkpoint was
           locked are listed too; refusals are not (they leave the checkpoint as it was). Read-only.
           """,
-          withSpark(CHECKPOINT, JSON),
-          "stateshift history --checkpoint /data/checkpoints/orders"),
-      new CliCommand("doctor", "Check a checkpoint against the production checklist.",
-          """
+              withSpark(CHECKPOINT, JSON),
+              "stateshift history --checkpoint /data/checkpoints/orders"),
+          new CliCommand(
+              "doctor",
+              "Check a checkpoint against the production checklist.",
+              """
           Checks state store, state growth, partitions, source rate and checkpoint hygiene.
           Read-only; exit code 1 when a finding is an ERROR.
           """,
-          withSpark(CHECKPOINT, CORES, PROGRESS_HISTORY, FILE_SINK, JSON),
-          "stateshift doctor --checkpoint /data/checkpoints/orders --cores 16"),
-      new CliCommand("report", "Write an HTML page with charts and the doctor's findings.",
-          """
+              withSpark(CHECKPOINT, CORES, PROGRESS_HISTORY, FILE_SINK, JSON),
+              "stateshift doctor --checkpoint /data/checkpoints/orders --cores 16"),
+          new CliCommand(
+              "report",
+              "Write an HTML page with charts and the doctor's findings.",
+              """
           Writes a self-contained HTML page with charts of the state per partition, its growth,
           the source rate, and the doctor's findings.
           """,
-          withSpark(CHECKPOINT, PROGRESS_HISTORY, CORES,
-              CliOption.value("out", "<file.html>", null, "the page to write").mandatory()
-                  .checkedBy(CliOption::notBlank),
-              JSON),
-          "stateshift report --checkpoint /data/checkpoints/orders --out orders.html"),
-      new CliCommand("demo", "Run the device-count demo end to end on an embedded Spark.",
-          """
+              withSpark(
+                  CHECKPOINT,
+                  PROGRESS_HISTORY,
+                  CORES,
+                  CliOption.value("out", "<file.html>", null, "the page to write")
+                      .mandatory()
+                      .checkedBy(CliOption::notBlank),
+                  JSON),
+              "stateshift report --checkpoint /data/checkpoints/orders --out orders.html"),
+          new CliCommand(
+              "demo",
+              "Run the device-count demo end to end on an embedded Spark.",
+              """
           Counts device events per 5-minute window on RocksDB with 4 state partitions, stops,
           restarts on 8 with StateShiftExtensions, and checks the output against a batch
           computation. Works in a folder of its own and leaves it (the checkpoint included) for
           inspect, history and doctor; it deletes nothing.
           """,
-          withSpark(
-              CliOption.value("events", "<n>", Integer.toString(DeviceCountsDemo.DEFAULT_EVENTS),
-                  "device events to write").checkedBy(CommandLine::checkEvents),
-              CliOption.value("dir", "<path>", "a new temporary folder per run",
-                  "the working folder, new or empty").checkedBy(CommandLine::checkDemoDir),
-              JSON),
-          "stateshift demo --events 50000 --dir /tmp/my-demo"),
-      new CliCommand("classpath", "Print the library jar (--full: with Spark, for embedding).",
-          """
+              withSpark(
+                  CliOption.value(
+                          "events",
+                          "<n>",
+                          Integer.toString(DeviceCountsDemo.DEFAULT_EVENTS),
+                          "device events to write")
+                      .checkedBy(CommandLine::checkEvents),
+                  CliOption.value(
+                          "dir",
+                          "<path>",
+                          "a new temporary folder per run",
+                          "the working folder, new or empty")
+                      .checkedBy(CommandLine::checkDemoDir),
+                  JSON),
+              "stateshift demo --events 50000 --dir /tmp/my-demo"),
+          new CliCommand(
+              "classpath",
+              "Print the library jar (--full: with Spark, for embedding).",
+              """
           Prints the library jar, for spark-submit --jars; with --full, the jar and everything it
           runs with (Spark and Delta included), for programs that embed stateshift.
           """,
-          List.of(CliOption.flag("full", "the whole runtime classpath, Spark included")),
-          "stateshift classpath --full"));
+              List.of(CliOption.flag("full", "the whole runtime classpath, Spark included")),
+              "stateshift classpath --full"));
 
   static Optional<CliCommand> command(String name) {
     return COMMANDS.stream().filter(c -> c.name().equals(name)).findFirst();
   }
 
   static String globalUsage() {
-    StringBuilder out = new StringBuilder("""
+    StringBuilder out =
+        new StringBuilder(
+            """
         usage: stateshift <command> [options]
                stateshift help <command>    a command's options, defaults and an example
                stateshift --version         the version and the Spark it is built for
@@ -232,7 +306,8 @@ final class CommandLine {
     for (CliCommand c : COMMANDS) {
       out.append(String.format("  %-" + width + "s  %s%n", c.name(), c.summary()));
     }
-    out.append("""
+    out.append(
+        """
 
         Commands that start Spark also take --master <url> and repeatable --conf key=value; every
         command that prints a result takes --json.
@@ -251,8 +326,13 @@ final class CommandLine {
     String first = argv[0];
     if (isHelp(first) || first.equals("help") && argv.length == 1) {
       if (argv.length > 1) {
-        throw new UsageError(null, "unexpected argument '" + argv[1] + "' after " + first
-            + "; for a command's help: stateshift help <command>");
+        throw new UsageError(
+            null,
+            "unexpected argument '"
+                + argv[1]
+                + "' after "
+                + first
+                + "; for a command's help: stateshift help <command>");
       }
       return new GlobalHelp();
     }
@@ -265,14 +345,14 @@ final class CommandLine {
     }
     if (first.equals("help")) {
       if (argv.length > 2) {
-        throw new UsageError(null, "help takes one command, for example: stateshift help "
-            + "repartition");
+        throw new UsageError(
+            null, "help takes one command, for example: stateshift help " + "repartition");
       }
       return new CommandHelp(knownCommand(argv[1]));
     }
     if (first.startsWith("-")) {
-      throw new UsageError(null, "a command comes first, got '" + first + "'; commands are "
-          + commandNames());
+      throw new UsageError(
+          null, "a command comes first, got '" + first + "'; commands are " + commandNames());
     }
     CliCommand command = knownCommand(first);
     for (int i = 1; i < argv.length; i++) {
@@ -284,8 +364,12 @@ final class CommandLine {
     for (int i = 1; i < argv.length; i++) {
       String arg = argv[i];
       if (!arg.startsWith("--")) {
-        throw new UsageError(command.name(), "unexpected argument '" + arg + "'"
-            + (arg.startsWith("-") ? " (options start with --)" : "; options start with --"));
+        throw new UsageError(
+            command.name(),
+            "unexpected argument '"
+                + arg
+                + "'"
+                + (arg.startsWith("-") ? " (options start with --)" : "; options start with --"));
       }
       String key = arg.substring(2);
       String inline = null;
@@ -298,8 +382,15 @@ final class CommandLine {
       String value;
       if (option.isFlag()) {
         if (inline != null) {
-          throw new UsageError(command.name(), "--" + key + " is a flag and takes no value (got '"
-              + arg + "'): give --" + key + " to turn it on, leave it out to keep it off");
+          throw new UsageError(
+              command.name(),
+              "--"
+                  + key
+                  + " is a flag and takes no value (got '"
+                  + arg
+                  + "'): give --"
+                  + key
+                  + " to turn it on, leave it out to keep it off");
         }
         value = "true";
       } else if (inline != null) {
@@ -331,17 +422,35 @@ final class CommandLine {
   }
 
   private static CliCommand knownCommand(String name) {
-    return command(name).orElseThrow(() -> new UsageError(null, "unknown command '" + name + "'"
-        + closest(name, COMMANDS.stream().map(CliCommand::name).toList())
-            .map(c -> "; did you mean " + c + "?").orElse("")
-        + " Commands: " + commandNames()));
+    return command(name)
+        .orElseThrow(
+            () ->
+                new UsageError(
+                    null,
+                    "unknown command '"
+                        + name
+                        + "'"
+                        + closest(name, COMMANDS.stream().map(CliCommand::name).toList())
+                            .map(c -> "; did you mean " + c + "?")
+                            .orElse("")
+                        + " Commands: "
+                        + commandNames()));
   }
 
   private static CliOption knownOption(CliCommand command, String key) {
-    return command.option(key).orElseThrow(() -> new UsageError(command.name(),
-        "unknown option --" + key + " for " + command.name()
-            + closest(key, command.options().stream().map(CliOption::name).toList())
-                .map(o -> "; did you mean --" + o + "?").orElse("")));
+    return command
+        .option(key)
+        .orElseThrow(
+            () ->
+                new UsageError(
+                    command.name(),
+                    "unknown option --"
+                        + key
+                        + " for "
+                        + command.name()
+                        + closest(key, command.options().stream().map(CliOption::name).toList())
+                            .map(o -> "; did you mean --" + o + "?")
+                            .orElse("")));
   }
 
   private static String commandNames() {
@@ -349,16 +458,18 @@ final class CommandLine {
   }
 
   /**
-   * The name closest to {@code given}, when it is close: an edit distance of at most a third of
-   * the name (at least 2) ignoring case and dashes, so {@code --backupTo} and {@code --backup_to}
-   * find {@code backup-to}; or a name {@code given} begins ({@code --part}).
+   * The name closest to {@code given}, when it is close: an edit distance of at most a third of the
+   * name (at least 2) ignoring case and dashes, so {@code --backupTo} and {@code --backup_to} find
+   * {@code backup-to}; or a name {@code given} begins ({@code --part}).
    */
   static Optional<String> closest(String given, List<String> names) {
     String g = normalize(given);
-    Optional<String> best = names.stream()
-        .min(Comparator.comparingInt((String n) -> distance(g, normalize(n))));
-    return best.filter(b -> distance(g, normalize(b)) <= Math.max(2, b.length() / 3)
-        || normalize(b).startsWith(g) && g.length() >= 3);
+    Optional<String> best =
+        names.stream().min(Comparator.comparingInt((String n) -> distance(g, normalize(n))));
+    return best.filter(
+        b ->
+            distance(g, normalize(b)) <= Math.max(2, b.length() / 3)
+                || normalize(b).startsWith(g) && g.length() >= 3);
   }
 
   private static String normalize(String s) {

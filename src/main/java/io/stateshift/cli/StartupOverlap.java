@@ -20,14 +20,17 @@ final class StartupOverlap {
     if (BEGUN.getAndSet(true)) {
       return;
     }
-    Thread thread = new Thread(() -> {
-      try {
-        StartupWarmup.rocksDbCheckpointMetadata();
-        StartupWarmup.rocksDbNativeLibrary();
-      } catch (Exception | LinkageError e) {
-        // a head start only (another Spark version, no temp folder): nothing depends on it
-      }
-    }, "stateshift-startup-overlap");
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                StartupWarmup.rocksDbCheckpointMetadata();
+                StartupWarmup.rocksDbNativeLibrary();
+              } catch (Exception | LinkageError e) {
+                // a head start only (another Spark version, no temp folder): nothing depends on it
+              }
+            },
+            "stateshift-startup-overlap");
     thread.setDaemon(true);
     thread.start();
   }

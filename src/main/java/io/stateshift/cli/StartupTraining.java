@@ -14,8 +14,8 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The training run behind the launcher's class-data archive. Spark, Hadoop and RocksDB load about
- * 15,000 classes at every start; parsing and verifying them is half the CPU of a short command on
- * 2 cores. After each build {@code ./stateshift} runs this class once with the JVM's {@code
+ * 15,000 classes at every start; parsing and verifying them is half the CPU of a short command on 2
+ * cores. After each build {@code ./stateshift} runs this class once with the JVM's {@code
  * -XX:ArchiveClassesAtExit}: it builds a tiny stateful checkpoint on each state store (RocksDB and
  * HDFS-backed) and runs the CLI's {@code repartition}, {@code inspect} and {@code verify} on them,
  * so the archive holds what those commands load. Later starts map the archived classes instead.
@@ -25,8 +25,9 @@ public final class StartupTraining {
   private static final StructType INPUT = new StructType().add("key", DataTypes.LongType);
   private static final String PROVIDER = "spark.sql.streaming.stateStore.providerClass";
   private static final String[] PROVIDERS = {
-      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"};
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+  };
 
   private StartupTraining() {}
 
@@ -35,10 +36,13 @@ public final class StartupTraining {
     int failures = 0;
     try {
       // the classic builder, as the commands use (SparkSession.builder() reflects first)
-      SparkSession spark = org.apache.spark.sql.classic.SparkSession.builder()
-          .appName("stateshift training")
-          .master("local[2]").config("spark.ui.enabled", "false")
-          .config("spark.sql.session.timeZone", "UTC").getOrCreate();
+      SparkSession spark =
+          org.apache.spark.sql.classic.SparkSession.builder()
+              .appName("stateshift training")
+              .master("local[2]")
+              .config("spark.ui.enabled", "false")
+              .config("spark.sql.session.timeZone", "UTC")
+              .getOrCreate();
       spark.sparkContext().setLogLevel("WARN");
       Path input = base.resolve("input");
       spark.range(0, 2000, 1, 2).selectExpr("id % 200 AS key").write().parquet(input.toString());
@@ -47,16 +51,28 @@ public final class StartupTraining {
         String checkpoint = base.resolve("checkpoint-" + i).toString();
         spark.conf().set(PROVIDER, PROVIDERS[i]);
         spark.conf().set("spark.sql.shuffle.partitions", "2");
-        StreamingQuery query = spark.readStream().schema(INPUT).option("maxFilesPerTrigger", 1)
-            .parquet(input.toString()).groupBy("key").count().writeStream().format("noop")
-            .outputMode("update").option("checkpointLocation", checkpoint)
-            .trigger(Trigger.AvailableNow()).start();
+        StreamingQuery query =
+            spark
+                .readStream()
+                .schema(INPUT)
+                .option("maxFilesPerTrigger", 1)
+                .parquet(input.toString())
+                .groupBy("key")
+                .count()
+                .writeStream()
+                .format("noop")
+                .outputMode("update")
+                .option("checkpointLocation", checkpoint)
+                .trigger(Trigger.AvailableNow())
+                .start();
         query.awaitTermination();
-        for (String[] command : new String[][] {
-            // the query stopped a moment ago: its last commit is too recent to prove that
-            {"repartition", "--checkpoint", checkpoint, "--partitions", "3", "--assume-stopped"},
-            {"inspect", "--checkpoint", checkpoint},
-            {"verify", "--checkpoint", checkpoint}}) {
+        for (String[] command :
+            new String[][] {
+              // the query stopped a moment ago: its last commit is too recent to prove that
+              {"repartition", "--checkpoint", checkpoint, "--partitions", "3", "--assume-stopped"},
+              {"inspect", "--checkpoint", checkpoint},
+              {"verify", "--checkpoint", checkpoint}
+            }) {
           if (cli.run(command) != 0) {
             failures++;
           }

@@ -39,8 +39,15 @@ public final class StateShiftCli {
 
   /** The commands that start their own Spark, where {@link StartupOverlap} helps. */
   private static final java.util.Set<String> SPARK_COMMANDS =
-      java.util.Set.of("repartition", "inspect", "verify", "rollback", "doctor", "report",
-          "history", "repair-sink-log");
+      java.util.Set.of(
+          "repartition",
+          "inspect",
+          "verify",
+          "rollback",
+          "doctor",
+          "report",
+          "history",
+          "repair-sink-log");
 
   public static void main(String[] args) {
     // First thing for a command that starts Spark: until the context starts its threads, the
@@ -99,19 +106,20 @@ public final class StateShiftCli {
     Invocation args = (Invocation) request;
     Outcome outcome;
     try {
-      outcome = switch (args.name()) {
-        case "repartition" -> withSpark(args, spark -> repartition(spark, args));
-        case "rollback" -> withSpark(args, spark -> rollback(spark, args));
-        case "verify" -> withSpark(args, spark -> verify(spark, args));
-        case "repair-sink-log" -> withSpark(args, spark -> repairSinkLog(spark, args));
-        case "inspect" -> withSpark(args, spark -> inspect(spark, args));
-        case "history" -> withSpark(args, spark -> history(spark, args));
-        case "doctor" -> withSpark(args, spark -> doctor(spark, args));
-        case "report" -> withSpark(args, spark -> report(spark, args));
-        case "demo" -> demo(args);
-        case "classpath" -> classpath(args);
-        default -> throw new IllegalStateException("no handler for " + args.name());
-      };
+      outcome =
+          switch (args.name()) {
+            case "repartition" -> withSpark(args, spark -> repartition(spark, args));
+            case "rollback" -> withSpark(args, spark -> rollback(spark, args));
+            case "verify" -> withSpark(args, spark -> verify(spark, args));
+            case "repair-sink-log" -> withSpark(args, spark -> repairSinkLog(spark, args));
+            case "inspect" -> withSpark(args, spark -> inspect(spark, args));
+            case "history" -> withSpark(args, spark -> history(spark, args));
+            case "doctor" -> withSpark(args, spark -> doctor(spark, args));
+            case "report" -> withSpark(args, spark -> report(spark, args));
+            case "demo" -> demo(args);
+            case "classpath" -> classpath(args);
+            default -> throw new IllegalStateException("no handler for " + args.name());
+          };
     } catch (IllegalArgumentException e) {
       return refused(args, json, BAD_INPUT, Reason.INVALID_ARGUMENT.name(), e.getMessage(), null);
     } catch (StateShiftException e) {
@@ -128,8 +136,8 @@ public final class StateShiftCli {
     return outcome.code();
   }
 
-  private int refused(Invocation args, boolean json, int code, String reason, String message,
-      Exception failure) {
+  private int refused(
+      Invocation args, boolean json, int code, String reason, String message, Exception failure) {
     if (failure != null) {
       err.println("failed: " + message);
       failure.printStackTrace(err);
@@ -144,10 +152,13 @@ public final class StateShiftCli {
 
   private Outcome repartition(SparkSession spark, Invocation args) {
     int partitions = args.intValue("partitions", -1);
-    var action = StateShift.get(spark).repartitionState(args.value("checkpoint"))
-        .toPartitions(partitions).onProgress(message -> err.println("  " + message))
-        .backupTo(args.value("backup-to"))
-        .fileSink(args.value("file-sink"));
+    var action =
+        StateShift.get(spark)
+            .repartitionState(args.value("checkpoint"))
+            .toPartitions(partitions)
+            .onProgress(message -> err.println("  " + message))
+            .backupTo(args.value("backup-to"))
+            .fileSink(args.value("file-sink"));
     if (args.flag("assume-stopped")) {
       action.assumeStopped();
     }
@@ -215,21 +226,28 @@ public final class StateShiftCli {
   }
 
   private Outcome rollback(SparkSession spark, Invocation args) {
-    RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(args.value("checkpoint"),
-        args.flag("assume-stopped"));
+    RepartitionPlan undone =
+        StateShift.get(spark)
+            .rollbackRepartition(args.value("checkpoint"), args.flag("assume-stopped"));
     ObjectNode json = CliJson.envelope(args.name(), OK);
     json.put("checkpoint", undone.checkpoint());
     json.put("rolledBackBatch", undone.repartitionBatch());
     json.put("fromPartitions", undone.fromPartitions());
     json.put("toPartitions", undone.toPartitions());
-    return new Outcome(OK, String.format(
-        "Rolled back the repartition of batch %d: %s is back to %d partitions.%n",
-        undone.repartitionBatch(), undone.checkpoint(), undone.toPartitions()), json);
+    return new Outcome(
+        OK,
+        String.format(
+            "Rolled back the repartition of batch %d: %s is back to %d partitions.%n",
+            undone.repartitionBatch(), undone.checkpoint(), undone.toPartitions()),
+        json);
   }
 
   private Outcome verify(SparkSession spark, Invocation args) {
-    VerificationReport report = StateShift.get(spark).verify(args.value("checkpoint"),
-        args.has("file-sink") ? List.of(args.value("file-sink")) : List.of());
+    VerificationReport report =
+        StateShift.get(spark)
+            .verify(
+                args.value("checkpoint"),
+                args.has("file-sink") ? List.of(args.value("file-sink")) : List.of());
     int code = report.ok() ? OK : FAILURE;
     ObjectNode json = CliJson.envelope(args.name(), code);
     json.put("checkpoint", report.checkpoint());
@@ -244,8 +262,8 @@ public final class StateShiftCli {
   }
 
   private Outcome repairSinkLog(SparkSession spark, Invocation args) {
-    io.stateshift.SinkLogRepair repair = StateShift.get(spark).repairSinkLog(
-        args.value("checkpoint"), args.value("file-sink"));
+    io.stateshift.SinkLogRepair repair =
+        StateShift.get(spark).repairSinkLog(args.value("checkpoint"), args.value("file-sink"));
     int code = repair.unfillable().isEmpty() ? OK : FAILURE;
     ObjectNode json = CliJson.envelope(args.name(), code);
     json.put("sinkLog", repair.sinkLog());
@@ -256,18 +274,23 @@ public final class StateShiftCli {
     if (code != OK) {
       CliJson.withError(json, "UNFILLABLE_GAPS", repair.unfillable().size() + " gap(s) left");
     }
-    StringBuilder text = new StringBuilder(repair.filled().isEmpty()
-        ? "The file sink log " + repair.sinkLog() + " lacks no repartition batch.\n"
-        : "Wrote empty entries for batches " + repair.filled() + " into " + repair.sinkLog()
-            + ".\n");
+    StringBuilder text =
+        new StringBuilder(
+            repair.filled().isEmpty()
+                ? "The file sink log " + repair.sinkLog() + " lacks no repartition batch.\n"
+                : "Wrote empty entries for batches "
+                    + repair.filled()
+                    + " into "
+                    + repair.sinkLog()
+                    + ".\n");
     repair.unfillable().forEach(u -> text.append("not filled: ").append(u).append('\n'));
     return new Outcome(code, text.toString(), json);
   }
 
   private Outcome inspect(SparkSession spark, Invocation args) {
     CheckpointReport report = StateShift.get(spark).inspect(args.value("checkpoint"));
-    return new Outcome(OK, report.toString(),
-        CliJson.merge(CliJson.envelope(args.name(), OK), report.toJson()));
+    return new Outcome(
+        OK, report.toString(), CliJson.merge(CliJson.envelope(args.name(), OK), report.toJson()));
   }
 
   private Outcome history(SparkSession spark, Invocation args) {
@@ -277,8 +300,10 @@ public final class StateShiftCli {
     json.put("checkpoint", checkpoint);
     ArrayNode list = json.putArray("entries");
     StringBuilder text = new StringBuilder();
-    text.append(entries.isEmpty() ? "No repartition or rollback recorded for " + checkpoint + ".\n"
-        : entries.size() + " recorded for " + checkpoint + ", oldest first:\n");
+    text.append(
+        entries.isEmpty()
+            ? "No repartition or rollback recorded for " + checkpoint + ".\n"
+            : entries.size() + " recorded for " + checkpoint + ", oldest first:\n");
     for (HistoryEntry h : entries) {
       text.append(h).append('\n');
       ObjectNode e = list.addObject();
@@ -302,8 +327,11 @@ public final class StateShiftCli {
   }
 
   private io.stateshift.doctor.DoctorReport diagnose(SparkSession spark, Invocation args) {
-    io.stateshift.doctor.Doctor doctor = StateShift.get(spark).doctor(args.value("checkpoint"))
-        .history(args.value("history")).fileSink(args.value("file-sink"));
+    io.stateshift.doctor.Doctor doctor =
+        StateShift.get(spark)
+            .doctor(args.value("checkpoint"))
+            .history(args.value("history"))
+            .fileSink(args.value("file-sink"));
     if (args.has("cores")) {
       doctor.cores(args.intValue("cores", -1));
     }
@@ -322,10 +350,12 @@ public final class StateShiftCli {
 
   private Outcome report(SparkSession spark, Invocation args) {
     io.stateshift.doctor.DoctorReport report = diagnose(spark, args);
-    io.stateshift.monitor.ProgressHistory history = args.has("history")
-        ? io.stateshift.monitor.ProgressHistory.read(args.value("history"),
-            io.stateshift.internal.SessionSettings.hadoopConf(spark)).ofQuery(report.queryId())
-        : null;
+    io.stateshift.monitor.ProgressHistory history =
+        args.has("history")
+            ? io.stateshift.monitor.ProgressHistory.read(
+                    args.value("history"), io.stateshift.internal.SessionSettings.hadoopConf(spark))
+                .ofQuery(report.queryId())
+            : null;
     java.nio.file.Path file = java.nio.file.Path.of(args.value("out")).toAbsolutePath();
     io.stateshift.report.HtmlReport.write(report, history, file);
     int batches = history == null ? 0 : history.batches().size();
@@ -334,8 +364,12 @@ public final class StateShiftCli {
     json.put("historyBatches", batches);
     json.put("findings", report.findings().size());
     json.put("worst", report.worst().name());
-    return new Outcome(OK, String.format("Wrote %s: %d batches of history, %d finding(s), worst "
-        + "%s.%n", file, batches, report.findings().size(), report.worst()), json);
+    return new Outcome(
+        OK,
+        String.format(
+            "Wrote %s: %d batches of history, %d finding(s), worst " + "%s.%n",
+            file, batches, report.findings().size(), report.worst()),
+        json);
   }
 
   private Outcome demo(Invocation args) {
@@ -353,8 +387,10 @@ public final class StateShiftCli {
     json.put("passed", result.passed());
     json.put("repartitionMs", result.repartitionMs());
     if (!result.passed()) {
-      CliJson.withError(json, "VERIFICATION_FAILED", "the repartitioned query's output differs "
-          + "from the batch computation");
+      CliJson.withError(
+          json,
+          "VERIFICATION_FAILED",
+          "the repartitioned query's output differs " + "from the batch computation");
     }
     return new Outcome(code, "", json);
   }
@@ -362,8 +398,10 @@ public final class StateShiftCli {
   private Outcome classpath(Invocation args) {
     String own;
     try {
-      own = java.nio.file.Path.of(StateShiftCli.class.getProtectionDomain().getCodeSource()
-          .getLocation().toURI()).toString();
+      own =
+          java.nio.file.Path.of(
+                  StateShiftCli.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+              .toString();
     } catch (java.net.URISyntaxException e) {
       throw new IllegalStateException(e);
     }
@@ -372,14 +410,16 @@ public final class StateShiftCli {
   }
 
   private <T> T withSpark(Invocation args, Function<SparkSession, T> body) {
-    SparkConf conf = new SparkConf().setAppName("stateshift " + args.name())
-        .set("spark.ui.enabled", "false")
-        .set("spark.sql.session.timeZone", "UTC");
+    SparkConf conf =
+        new SparkConf()
+            .setAppName("stateshift " + args.name())
+            .set("spark.ui.enabled", "false")
+            .set("spark.sql.session.timeZone", "UTC");
     if (args.name().equals("demo")) {
-      conf.set("spark.sql.extensions",
+      conf.set(
+              "spark.sql.extensions",
               "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
-          .set("spark.sql.catalog.spark_catalog",
-              "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+          .set("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
           // the demo's tables are short-lived: skip Delta's log checkpoints (slow to start up)
           .set("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
           .set("spark.sql.shuffle.partitions", "4");
@@ -395,20 +435,23 @@ public final class StateShiftCli {
       conf.set(setting.substring(0, eq), setting.substring(eq + 1));
     }
     if (args.has("packages")) {
-      throw new IllegalArgumentException("--packages is resolved by the ./stateshift launcher; "
-          + "run through it, or pass the jars themselves with --jars");
+      throw new IllegalArgumentException(
+          "--packages is resolved by the ./stateshift launcher; "
+              + "run through it, or pass the jars themselves with --jars");
     }
     List<java.nio.file.Path> jars = extraJars(args);
-    boolean ownSession = SparkSession.getActiveSession().isEmpty()
-        && SparkSession.getDefaultSession().isEmpty();
+    boolean ownSession =
+        SparkSession.getActiveSession().isEmpty() && SparkSession.getDefaultSession().isEmpty();
     shipJars(conf, jars);
     ClassLoader previous = Thread.currentThread().getContextClassLoader();
     if (!jars.isEmpty()) {
       // The driver loads the jars' classes (a Hadoop FileSystem named in fs.<scheme>.impl) the
       // way spark-submit's client mode does: through the context class loader, which Hadoop's
       // Configuration and Spark's local executors take as theirs.
-      Thread.currentThread().setContextClassLoader(new java.net.URLClassLoader(
-          jars.stream().map(StateShiftCli::url).toArray(java.net.URL[]::new), previous));
+      Thread.currentThread()
+          .setContextClassLoader(
+              new java.net.URLClassLoader(
+                  jars.stream().map(StateShiftCli::url).toArray(java.net.URL[]::new), previous));
     }
     if (ownSession) {
       StartupOverlap.begin();
@@ -446,8 +489,11 @@ public final class StateShiftCli {
         }
         java.nio.file.Path jar = java.nio.file.Path.of(name.trim()).toAbsolutePath();
         if (!java.nio.file.Files.isRegularFile(jar)) {
-          throw new IllegalArgumentException("--jars: no such file " + jar + "; name the jar "
-              + "files themselves, separated by commas");
+          throw new IllegalArgumentException(
+              "--jars: no such file "
+                  + jar
+                  + "; name the jar "
+                  + "files themselves, separated by commas");
         }
         jars.add(jar);
       }
@@ -456,8 +502,8 @@ public final class StateShiftCli {
   }
 
   /**
-   * Adds the extra jars to spark.jars, so that executors load them too, and with a master that
-   * is not local stateshift's own jar: its tasks' classes must reach the executors.
+   * Adds the extra jars to spark.jars, so that executors load them too, and with a master that is
+   * not local stateshift's own jar: its tasks' classes must reach the executors.
    */
   private void shipJars(SparkConf conf, List<java.nio.file.Path> jars) {
     java.util.LinkedHashSet<String> ship = new java.util.LinkedHashSet<>();
@@ -473,9 +519,12 @@ public final class StateShiftCli {
       if (own != null) {
         ship.add(own.toUri().toString());
       } else {
-        err.println("warning: stateshift's classes are not in a jar here, so they cannot be "
-            + "shipped to the executors of " + master + "; run through ./stateshift (which "
-            + "builds target/stateshift.jar) or pass --jars with it.");
+        err.println(
+            "warning: stateshift's classes are not in a jar here, so they cannot be "
+                + "shipped to the executors of "
+                + master
+                + "; run through ./stateshift (which "
+                + "builds target/stateshift.jar) or pass --jars with it.");
       }
     }
     if (!ship.isEmpty()) {
@@ -492,7 +541,8 @@ public final class StateShiftCli {
       }
       java.nio.file.Path path = java.nio.file.Path.of(source.getLocation().toURI());
       return java.nio.file.Files.isRegularFile(path) && path.toString().endsWith(".jar")
-          ? path : null;
+          ? path
+          : null;
     } catch (Exception e) {
       return null;
     }
@@ -505,5 +555,4 @@ public final class StateShiftCli {
       throw new IllegalArgumentException("--jars: " + jar + " is not a valid file name", e);
     }
   }
-
 }

@@ -35,18 +35,21 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class DeviceCountsDemo {
   public static final int DEFAULT_EVENTS = 200_000;
+
   /**
    * Fewer events span too little event time (2 hours per 100k) for any 5-minute window to close
    * behind the 10-minute watermark, and an append-mode sink would stay empty.
    */
   public static final int MIN_EVENTS = 20_000;
+
   static final int DEVICES = 500;
   static final int FROM_PARTITIONS = 4;
   static final int TO_PARTITIONS = 8;
-  static final StructType EVENTS = new StructType()
-      .add("device_id", DataTypes.StringType)
-      .add("event_time", DataTypes.TimestampType)
-      .add("reading", DataTypes.DoubleType);
+  static final StructType EVENTS =
+      new StructType()
+          .add("device_id", DataTypes.StringType)
+          .add("event_time", DataTypes.TimestampType)
+          .add("reading", DataTypes.DoubleType);
 
   private DeviceCountsDemo() {}
 
@@ -62,8 +65,10 @@ public final class DeviceCountsDemo {
 
   /** Why a count is too few, for the command line's message. */
   public static String tooFewEvents(int events) {
-    return String.format("%,d is too few: the demo needs at least %,d for 5-minute windows to "
-        + "close behind its 10-minute watermark", events, MIN_EVENTS);
+    return String.format(
+        "%,d is too few: the demo needs at least %,d for 5-minute windows to "
+            + "close behind its 10-minute watermark",
+        events, MIN_EVENTS);
   }
 
   /**
@@ -79,8 +84,11 @@ public final class DeviceCountsDemo {
       if (Files.isDirectory(path)) {
         try (Stream<Path> entries = Files.list(path)) {
           if (entries.findAny().isPresent()) {
-            throw new IllegalArgumentException("--dir " + dir + " is not empty; the demo deletes "
-                + "nothing, so pass a new or empty folder");
+            throw new IllegalArgumentException(
+                "--dir "
+                    + dir
+                    + " is not empty; the demo deletes "
+                    + "nothing, so pass a new or empty folder");
           }
         }
       }
@@ -106,10 +114,14 @@ public final class DeviceCountsDemo {
     String source = base.resolve("device-events").toString();
     String checkpoint = base.resolve("checkpoints/device-counts").toString();
     String target = base.resolve("device-count-results").toString();
-    spark.conf().set("spark.sql.streaming.stateStore.providerClass",
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider");
-    spark.conf().set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-        "true");
+    spark
+        .conf()
+        .set(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider");
+    spark
+        .conf()
+        .set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true");
 
     out.printf("stateshift demo: events per device over 5-minute windows (watermark 10 minutes)%n");
     out.printf("  working folder: %s%n", base);
@@ -119,68 +131,101 @@ public final class DeviceCountsDemo {
 
     spark.conf().set(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(FROM_PARTITIONS));
     List<StreamingQueryProgress> first = runQuery(spark, source, checkpoint, target);
-    out.printf("  run 1: %d micro-batches on %d state partitions, %,d state rows%n",
+    out.printf(
+        "  run 1: %d micro-batches on %d state partitions, %,d state rows%n",
         first.size(), stateInstances(first), stateRows(first));
 
     appendEvents(spark, source, firstHalf, events - firstHalf, 4);
     out.printf("  query stopped; %,d more events arrived%n", events - firstHalf);
 
     spark.conf().set(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(TO_PARTITIONS));
-    out.printf("  %s set to %d; restarting the same query on the same checkpoint%n",
+    out.printf(
+        "  %s set to %d; restarting the same query on the same checkpoint%n",
         StateShiftExtensions.STATE_PARTITIONS, TO_PARTITIONS);
     List<StreamingQueryProgress> second = runQuery(spark, source, checkpoint, target);
     waitForListeners(spark);
-    Long repartitionMs = second.isEmpty() ? null
-        : second.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY);
+    Long repartitionMs =
+        second.isEmpty() ? null : second.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY);
     if (repartitionMs == null) {
-      out.printf("  VERIFICATION FAILED: the first progress reports no %s%n",
+      out.printf(
+          "  VERIFICATION FAILED: the first progress reports no %s%n",
           StateShiftExtensions.PROGRESS_KEY);
       return new Result(base, Path.of(checkpoint), false, -1);
     }
     out.printf("  State repartition completed in %d ms%n", repartitionMs);
-    StateShiftExtensions.lastRepartition(second.get(0).id()).ifPresent(result -> out.printf(
-        "  repartition: %d -> %d state partitions, %,d rows (%,d bytes) moved%n",
-        result.fromPartitions(), result.toPartitions(), result.rowsMoved(),
-        result.bytesMoved()));
-    out.printf("  run 2: %d micro-batches on %d state partitions, same checkpoint%n",
+    StateShiftExtensions.lastRepartition(second.get(0).id())
+        .ifPresent(
+            result ->
+                out.printf(
+                    "  repartition: %d -> %d state partitions, %,d rows (%,d bytes) moved%n",
+                    result.fromPartitions(),
+                    result.toPartitions(),
+                    result.rowsMoved(),
+                    result.bytesMoved()));
+    out.printf(
+        "  run 2: %d micro-batches on %d state partitions, same checkpoint%n",
         second.size(), stateInstances(second));
 
     String watermark = second.get(second.size() - 1).eventTime().get("watermark");
     Timestamp closedBefore = Timestamp.from(java.time.Instant.parse(watermark));
-    Dataset<Row> expected = spark.read().format("delta").load(source)
-        .groupBy(window(col("event_time"), "5 minutes"), col("device_id")).count()
-        .filter(col("window.end").leq(closedBefore))
-        .select(col("window.start"), col("window.end"), col("device_id"), col("count"));
-    Dataset<Row> actual = spark.read().format("delta").load(target)
-        .select(col("window.start"), col("window.end"), col("device_id"), col("count"));
+    Dataset<Row> expected =
+        spark
+            .read()
+            .format("delta")
+            .load(source)
+            .groupBy(window(col("event_time"), "5 minutes"), col("device_id"))
+            .count()
+            .filter(col("window.end").leq(closedBefore))
+            .select(col("window.start"), col("window.end"), col("device_id"), col("count"));
+    Dataset<Row> actual =
+        spark
+            .read()
+            .format("delta")
+            .load(target)
+            .select(col("window.start"), col("window.end"), col("device_id"), col("count"));
     long expectedRows = expected.count();
     long actualRows = actual.count();
     long missing = expected.exceptAll(actual).count();
     long unexpected = actual.exceptAll(expected).count();
-    boolean passed = expectedRows > 0 && missing == 0 && unexpected == 0
-        && stateInstances(second) == TO_PARTITIONS;
-    out.printf("  verification: %,d closed windows (watermark %s): %,d in the sink, %d missing, "
-        + "%d unexpected or duplicated%n", expectedRows, watermark, actualRows, missing, unexpected);
-    out.printf("  %s%n", passed
-        ? "verification passed: the repartitioned query wrote exactly the batch result"
-        : "VERIFICATION FAILED");
+    boolean passed =
+        expectedRows > 0
+            && missing == 0
+            && unexpected == 0
+            && stateInstances(second) == TO_PARTITIONS;
+    out.printf(
+        "  verification: %,d closed windows (watermark %s): %,d in the sink, %d missing, "
+            + "%d unexpected or duplicated%n",
+        expectedRows, watermark, actualRows, missing, unexpected);
+    out.printf(
+        "  %s%n",
+        passed
+            ? "verification passed: the repartitioned query wrote exactly the batch result"
+            : "VERIFICATION FAILED");
     out.printf("  checkpoint left at %s%n", checkpoint);
     out.printf("  see it with: stateshift history --checkpoint %s%n", checkpoint);
     return new Result(base, Path.of(checkpoint), passed, repartitionMs);
   }
 
-  private static List<StreamingQueryProgress> runQuery(SparkSession spark, String source,
-      String checkpoint, String target) {
-    Dataset<Row> counts = spark.readStream().format("delta").option("maxFilesPerTrigger", 1)
-        .load(source)
-        .withWatermark("event_time", "10 minutes")
-        .groupBy(window(col("event_time"), "5 minutes"), col("device_id"))
-        .count();
+  private static List<StreamingQueryProgress> runQuery(
+      SparkSession spark, String source, String checkpoint, String target) {
+    Dataset<Row> counts =
+        spark
+            .readStream()
+            .format("delta")
+            .option("maxFilesPerTrigger", 1)
+            .load(source)
+            .withWatermark("event_time", "10 minutes")
+            .groupBy(window(col("event_time"), "5 minutes"), col("device_id"))
+            .count();
     try {
-      StreamingQuery query = counts.writeStream().format("delta").outputMode("append")
-          .option("checkpointLocation", checkpoint)
-          .trigger(Trigger.AvailableNow())
-          .start(target);
+      StreamingQuery query =
+          counts
+              .writeStream()
+              .format("delta")
+              .outputMode("append")
+              .option("checkpointLocation", checkpoint)
+              .trigger(Trigger.AvailableNow())
+              .start(target);
       query.awaitTermination();
       return List.of(query.recentProgress());
     } catch (StreamingQueryException e) {
@@ -189,8 +234,8 @@ public final class DeviceCountsDemo {
   }
 
   /** Appends events in {@code commits} Delta commits, in event-time order, 2 hours per 100k. */
-  private static void appendEvents(SparkSession spark, String table, int offset, int count,
-      int commits) {
+  private static void appendEvents(
+      SparkSession spark, String table, int offset, int count, int commits) {
     long start = 1_767_225_600L; // 2026-01-01T00:00:00Z
     long spanSeconds = 72L; // average seconds of event time between consecutive events' slots
     Random random = new Random(offset);
@@ -200,10 +245,18 @@ public final class DeviceCountsDemo {
       for (int i = c * perCommit; i < Math.min(count, (c + 1) * perCommit); i++) {
         long n = offset + i;
         long seconds = start + n * spanSeconds / 1000 + random.nextInt(120);
-        rows.add(RowFactory.create("device-" + random.nextInt(DEVICES),
-            Timestamp.from(java.time.Instant.ofEpochSecond(seconds)), random.nextDouble()));
+        rows.add(
+            RowFactory.create(
+                "device-" + random.nextInt(DEVICES),
+                Timestamp.from(java.time.Instant.ofEpochSecond(seconds)),
+                random.nextDouble()));
       }
-      spark.createDataFrame(rows, EVENTS).repartition(2).write().format("delta").mode("append")
+      spark
+          .createDataFrame(rows, EVENTS)
+          .repartition(2)
+          .write()
+          .format("delta")
+          .mode("append")
           .save(table);
     }
   }
@@ -218,12 +271,14 @@ public final class DeviceCountsDemo {
   }
 
   private static int stateInstances(List<StreamingQueryProgress> progress) {
-    return progress.isEmpty() || progress.get(0).stateOperators().length == 0 ? 0
+    return progress.isEmpty() || progress.get(0).stateOperators().length == 0
+        ? 0
         : (int) progress.get(progress.size() - 1).stateOperators()[0].numStateStoreInstances();
   }
 
   private static long stateRows(List<StreamingQueryProgress> progress) {
-    return progress.isEmpty() ? 0
+    return progress.isEmpty()
+        ? 0
         : progress.get(progress.size() - 1).stateOperators()[0].numRowsTotal();
   }
 }

@@ -7,8 +7,8 @@ import java.util.Objects;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * Checks a streaming checkpoint against the production checklist, read-only:
- * {@code StateShift.get(spark).doctor(checkpoint).cores(16).history(path).run()}.
+ * Checks a streaming checkpoint against the production checklist, read-only: {@code
+ * StateShift.get(spark).doctor(checkpoint).cores(16).history(path).run()}.
  */
 public final class Doctor {
   private final SparkSession spark;
@@ -41,8 +41,8 @@ public final class Doctor {
   }
 
   /**
-   * The output folder of the query's file sink: its log is checked for batches it lacks (the sink
-   * a query started with StateShiftExtensions put on record is checked without this).
+   * The output folder of the query's file sink: its log is checked for batches it lacks (the sink a
+   * query started with StateShiftExtensions put on record is checked without this).
    */
   public Doctor fileSink(String outputLocation) {
     if (outputLocation != null && !outputLocation.isBlank()) {
@@ -53,12 +53,17 @@ public final class Doctor {
 
   /** One threshold, by its name without the {@code spark.stateshift.doctor.} prefix. */
   public Doctor setting(String name, String value) {
-    String key = name.startsWith(DoctorSettings.PREFIX) ? name.substring(
-        DoctorSettings.PREFIX.length()) : name;
+    String key =
+        name.startsWith(DoctorSettings.PREFIX)
+            ? name.substring(DoctorSettings.PREFIX.length())
+            : name;
     if (!DoctorSettings.DEFAULTS.containsKey(key)) {
       throw new io.stateshift.StateShiftException(
           io.stateshift.StateShiftException.Reason.INVALID_ARGUMENT,
-          "Unknown doctor setting '" + name + "'; settings are " + DoctorSettings.DEFAULTS.keySet()
+          "Unknown doctor setting '"
+              + name
+              + "'; settings are "
+              + DoctorSettings.DEFAULTS.keySet()
               + ".");
     }
     settings.put(key, value);
@@ -66,12 +71,14 @@ public final class Doctor {
   }
 
   public DoctorReport run() {
-    DoctorSettings resolved = DoctorSettings.resolve(key -> {
-      String name = key.substring(DoctorSettings.PREFIX.length());
-      return settings.containsKey(name) ? settings.get(name) : spark.conf().get(key, null);
-    });
+    DoctorSettings resolved =
+        DoctorSettings.resolve(
+            key -> {
+              String name = key.substring(DoctorSettings.PREFIX.length());
+              return settings.containsKey(name) ? settings.get(name) : spark.conf().get(key, null);
+            });
     int effectiveCores = cores > 0 ? cores : spark.sparkContext().defaultParallelism();
-    return CheckpointDoctor.diagnose(spark, checkpoint, effectiveCores, history, resolved,
-        fileSinks);
+    return CheckpointDoctor.diagnose(
+        spark, checkpoint, effectiveCores, history, resolved, fileSinks);
   }
 }

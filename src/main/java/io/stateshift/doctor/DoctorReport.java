@@ -26,20 +26,22 @@ public record DoctorReport(
     List<SourceBatches> sourceBatches) {
 
   /** Rows and key+value bytes in each state partition of one store. */
-  public record StorePartitions(long operatorId, String operatorName, String storeName,
-      long[] rows, long[] bytes) {}
+  public record StorePartitions(
+      long operatorId, String operatorName, String storeName, long[] rows, long[] bytes) {}
 
   /** Total state rows of one operator at each batch (from the retained state versions). */
-  public record OperatorGrowth(long operatorId, String operatorName, List<Long> batches,
-      List<Long> rows) {}
+  public record OperatorGrowth(
+      long operatorId, String operatorName, List<Long> batches, List<Long> rows) {}
 
   /** Input per batch of one source, as the offset and source logs record it. */
-  public record SourceBatches(int sourceIndex, String kind, String unit, List<Long> batches,
-      List<Long> sizes) {}
+  public record SourceBatches(
+      int sourceIndex, String kind, String unit, List<Long> batches, List<Long> sizes) {}
 
   /** The most severe finding's severity, INFO when there is none. */
   public Severity worst() {
-    return findings.stream().map(Finding::severity).max(Comparator.naturalOrder())
+    return findings.stream()
+        .map(Finding::severity)
+        .max(Comparator.naturalOrder())
         .orElse(Severity.INFO);
   }
 
@@ -83,9 +85,15 @@ public record DoctorReport(
     out.append("checkpoint:   ").append(checkpoint).append('\n');
     out.append("query id:     ").append(queryId).append('\n');
     out.append("committed:    batch ").append(lastCommittedBatch).append('\n');
-    out.append("state store:  ").append(stateStoreProvider == null ? "-" : shortName(
-        stateStoreProvider)).append(", ").append(partitions).append(" partitions (recommended ")
-        .append(recommendedPartitions).append(" for ").append(cores).append(" cores)\n");
+    out.append("state store:  ")
+        .append(stateStoreProvider == null ? "-" : shortName(stateStoreProvider))
+        .append(", ")
+        .append(partitions)
+        .append(" partitions (recommended ")
+        .append(recommendedPartitions)
+        .append(" for ")
+        .append(cores)
+        .append(" cores)\n");
     List<Finding> sorted = new ArrayList<>(findings);
     sorted.sort(Comparator.comparing(Finding::severity).reversed());
     out.append('\n');
@@ -98,8 +106,10 @@ public record DoctorReport(
     }
     long errors = findings(Severity.ERROR).size();
     long warnings = findings(Severity.WARNING).size();
-    out.append(String.format("%n%d error(s), %d warning(s), %d info.%n", errors, warnings,
-        findings.size() - errors - warnings));
+    out.append(
+        String.format(
+            "%n%d error(s), %d warning(s), %d info.%n",
+            errors, warnings, findings.size() - errors - warnings));
     return out.toString();
   }
 

@@ -27,7 +27,10 @@ public final class Checkpoint {
   private final NavigableSet<Long> offsetBatches;
   private final NavigableSet<Long> commitBatches;
 
-  private Checkpoint(CheckpointFiles files, String queryId, NavigableSet<Long> offsetBatches,
+  private Checkpoint(
+      CheckpointFiles files,
+      String queryId,
+      NavigableSet<Long> offsetBatches,
       NavigableSet<Long> commitBatches) {
     this.files = files;
     this.queryId = queryId;
@@ -38,24 +41,33 @@ public final class Checkpoint {
   public static Checkpoint load(CheckpointFiles files) {
     Path root = files.root();
     if (!files.exists(root)) {
-      throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
-          "Checkpoint location " + root + " does not exist. Pass the checkpointLocation option of "
+      throw new StateShiftException(
+          Reason.CHECKPOINT_NOT_FOUND,
+          "Checkpoint location "
+              + root
+              + " does not exist. Pass the checkpointLocation option of "
               + "the stopped query.");
     }
     if (!files.isDirectory(root)) {
-      throw new StateShiftException(Reason.NOT_A_CHECKPOINT,
+      throw new StateShiftException(
+          Reason.NOT_A_CHECKPOINT,
           root + " is a file, not a checkpoint folder. Pass the checkpointLocation folder.");
     }
     Path metadata = files.path("metadata");
     boolean hasOffsets = files.isDirectory(files.path("offsets"));
     if (!files.exists(metadata) && hasOffsets) {
-      throw corrupt(files, "its 'metadata' file (the query id) is missing, though its 'offsets' "
-          + "log is there", "Restore the 'metadata' file, or the whole checkpoint, from a backup.");
+      throw corrupt(
+          files,
+          "its 'metadata' file (the query id) is missing, though its 'offsets' " + "log is there",
+          "Restore the 'metadata' file, or the whole checkpoint, from a backup.");
     }
     if (!files.exists(metadata) || !hasOffsets) {
-      throw new StateShiftException(Reason.NOT_A_CHECKPOINT,
-          root + " is not a streaming checkpoint (" + (hasOffsets ? "no 'metadata' file"
-              : "no 'offsets' folder") + "). Pass the checkpointLocation of a Structured "
+      throw new StateShiftException(
+          Reason.NOT_A_CHECKPOINT,
+          root
+              + " is not a streaming checkpoint ("
+              + (hasOffsets ? "no 'metadata' file" : "no 'offsets' folder")
+              + "). Pass the checkpointLocation of a Structured "
               + "Streaming query.");
     }
     String queryId;
@@ -63,7 +75,9 @@ public final class Checkpoint {
       JsonNode node = JSON.readTree(files.readText(metadata));
       queryId = node.get("id").asText();
     } catch (Exception e) {
-      throw corrupt(files, "its 'metadata' file is not the JSON Spark writes ({\"id\":...})",
+      throw corrupt(
+          files,
+          "its 'metadata' file is not the JSON Spark writes ({\"id\":...})",
           "Restore the 'metadata' file, or the whole checkpoint, from a backup.");
     }
     NavigableSet<Long> offsets = batchIds(files, "offsets");
@@ -81,17 +95,22 @@ public final class Checkpoint {
       try {
         ids.add(Long.parseLong(name));
       } catch (NumberFormatException e) {
-        throw corrupt(files, "its " + log + " log holds a file named '" + name
-            + "', which is not a batch id", "Move that file out of the '" + log + "' folder: "
-            + "Spark writes only files named by batch id there.");
+        throw corrupt(
+            files,
+            "its " + log + " log holds a file named '" + name + "', which is not a batch id",
+            "Move that file out of the '"
+                + log
+                + "' folder: "
+                + "Spark writes only files named by batch id there.");
       }
     }
     return ids;
   }
 
   static final String RESTORE = "Restore the checkpoint from a backup.";
-  private static final String RESTORE_OR_REMOVE = "Restore the checkpoint from a backup, or "
-      + "remove the damaged file if it is the newest log entry and was never committed.";
+  private static final String RESTORE_OR_REMOVE =
+      "Restore the checkpoint from a backup, or "
+          + "remove the damaged file if it is the newest log entry and was never committed.";
 
   static StateShiftException corrupt(CheckpointFiles files, String what) {
     return corrupt(files, what, RESTORE_OR_REMOVE);
@@ -99,7 +118,8 @@ public final class Checkpoint {
 
   /** A refusal of a damaged checkpoint, naming what is damaged and how to repair it. */
   static StateShiftException corrupt(CheckpointFiles files, String what, String fix) {
-    return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
+    return new StateShiftException(
+        Reason.CORRUPT_CHECKPOINT,
         "Checkpoint " + files.root() + " is damaged: " + what + ". " + fix);
   }
 
@@ -108,8 +128,10 @@ public final class Checkpoint {
     try {
       return files.readText(path);
     } catch (java.io.UncheckedIOException e) {
-      throw corrupt(files, files.relativize(path) + " cannot be read (" + e.getCause().getMessage()
-          + ")", fix);
+      throw corrupt(
+          files,
+          files.relativize(path) + " cannot be read (" + e.getCause().getMessage() + ")",
+          fix);
     }
   }
 
@@ -145,8 +167,8 @@ public final class Checkpoint {
     try {
       return OffsetLogEntry.parse(text);
     } catch (IllegalArgumentException e) {
-      throw corrupt(files, "offsets/" + batchId + " cannot be read: " + e.getMessage(),
-          offsetsFix(batchId));
+      throw corrupt(
+          files, "offsets/" + batchId + " cannot be read: " + e.getMessage(), offsetsFix(batchId));
     }
   }
 
@@ -163,8 +185,13 @@ public final class Checkpoint {
     }
     String version = text.substring(0, lineBreak);
     if (!version.matches("v[1-3]")) {
-      throw corrupt(files, "commits/" + batchId + " has an unknown version line '" + version
-          + "' (Spark 4.2 writes v1 to v3)");
+      throw corrupt(
+          files,
+          "commits/"
+              + batchId
+              + " has an unknown version line '"
+              + version
+              + "' (Spark 4.2 writes v1 to v3)");
     }
     try {
       JsonNode node = JSON.readTree(text.substring(lineBreak + 1));
@@ -189,8 +216,13 @@ public final class Checkpoint {
     try {
       return StateCheckpointIds.fromCommit(JSON.readTree(text.substring(text.indexOf('\n') + 1)));
     } catch (Exception e) {
-      throw corrupt(files, "commits/" + batchId + " records stateUniqueIds Spark cannot read ("
-          + e.getMessage() + ")");
+      throw corrupt(
+          files,
+          "commits/"
+              + batchId
+              + " records stateUniqueIds Spark cannot read ("
+              + e.getMessage()
+              + ")");
     }
   }
 
@@ -241,14 +273,15 @@ public final class Checkpoint {
       List<StatefulOperator.Store> stores = new ArrayList<>();
       int partitions = -1;
       for (JsonNode store : (ArrayNode) node.get("stateStoreInfo")) {
-        stores.add(new StatefulOperator.Store(store.get("storeName").asText(),
-            store.get("numColsPrefixKey").asInt()));
+        stores.add(
+            new StatefulOperator.Store(
+                store.get("storeName").asText(), store.get("numColsPrefixKey").asInt()));
         partitions = store.get("numPartitions").asInt();
       }
       return new StatefulOperator(id, name, List.copyOf(stores), partitions, version);
     } catch (RuntimeException e) {
-      throw corrupt(files, files.relativize(chosen) + " lacks operatorInfo or stateStoreInfo",
-          RESTORE);
+      throw corrupt(
+          files, files.relativize(chosen) + " lacks operatorInfo or stateStoreInfo", RESTORE);
     }
   }
 
@@ -263,7 +296,8 @@ public final class Checkpoint {
         }
       }
     }
-    return best < 0 ? Optional.empty()
+    return best < 0
+        ? Optional.empty()
         : Optional.of(files.path("state/" + operatorId + "/_metadata/v2/" + best));
   }
 
@@ -276,8 +310,8 @@ public final class Checkpoint {
       }
       return (ObjectNode) JSON.readTree(text.substring(lineBreak + 1));
     } catch (Exception e) {
-      throw corrupt(files, files.relativize(path) + " is not operator metadata Spark can read",
-          RESTORE);
+      throw corrupt(
+          files, files.relativize(path) + " is not operator metadata Spark can read", RESTORE);
     }
   }
 
@@ -297,8 +331,8 @@ public final class Checkpoint {
       }
       node = (ObjectNode) JSON.readTree(text.substring(lineBreak + 1));
     } catch (Exception e) {
-      throw corrupt(files, files.relativize(origin) + " is not operator metadata Spark can read",
-          RESTORE);
+      throw corrupt(
+          files, files.relativize(origin) + " is not operator metadata Spark can read", RESTORE);
     }
     for (JsonNode store : (ArrayNode) node.get("stateStoreInfo")) {
       ((ObjectNode) store).put("numPartitions", partitions);

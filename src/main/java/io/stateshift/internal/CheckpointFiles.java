@@ -25,10 +25,11 @@ import org.apache.hadoop.fs.Path;
  * logs.
  */
 public final class CheckpointFiles {
-  private static final String CONNECTOR_HINT = "Add the file system's connector jar: "
-      + "--jars <connector.jar,its dependencies> or --packages <group:artifact:version> (for "
-      + "s3a: --packages org.apache.hadoop:hadoop-aws:3.5.0), and name its class with --conf "
-      + "spark.hadoop.fs.<scheme>.impl=<class> if the jar does not register it.";
+  private static final String CONNECTOR_HINT =
+      "Add the file system's connector jar: "
+          + "--jars <connector.jar,its dependencies> or --packages <group:artifact:version> (for "
+          + "s3a: --packages org.apache.hadoop:hadoop-aws:3.5.0), and name its class with --conf "
+          + "spark.hadoop.fs.<scheme>.impl=<class> if the jar does not register it.";
 
   private final Path root;
   private final FileSystem fs;
@@ -40,10 +41,13 @@ public final class CheckpointFiles {
     this.conf = conf;
   }
 
-  /** Resolves a location the way Spark resolves checkpoint locations: qualified by its file system. */
+  /**
+   * Resolves a location the way Spark resolves checkpoint locations: qualified by its file system.
+   */
   public static CheckpointFiles at(String location, Configuration conf) {
     if (location == null || location.isBlank()) {
-      throw new StateShiftException(Reason.INVALID_ARGUMENT,
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
           "No checkpoint location given. Pass the checkpointLocation of the stopped query.");
     }
     try {
@@ -52,16 +56,28 @@ public final class CheckpointFiles {
       FileSystem fs = path.getFileSystem(ours);
       return new CheckpointFiles(fs.makeQualified(path), fs, ours);
     } catch (IOException | IllegalArgumentException e) {
-      throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
-          "Cannot open checkpoint location " + location + ": " + e.getMessage()
+      throw new StateShiftException(
+          Reason.CHECKPOINT_NOT_FOUND,
+          "Cannot open checkpoint location "
+              + location
+              + ": "
+              + e.getMessage()
               + (e.getMessage() != null && e.getMessage().contains("No FileSystem for scheme")
-                  ? ". " + CONNECTOR_HINT : ""), e);
+                  ? ". " + CONNECTOR_HINT
+                  : ""),
+          e);
     } catch (RuntimeException e) {
       // Hadoop reports a file system class named in fs.<scheme>.impl but not loadable this way
       if (e.getCause() instanceof ClassNotFoundException) {
-        throw new StateShiftException(Reason.CHECKPOINT_NOT_FOUND,
-            "Cannot open checkpoint location " + location + ": " + e.getMessage() + ". "
-                + CONNECTOR_HINT, e);
+        throw new StateShiftException(
+            Reason.CHECKPOINT_NOT_FOUND,
+            "Cannot open checkpoint location "
+                + location
+                + ": "
+                + e.getMessage()
+                + ". "
+                + CONNECTOR_HINT,
+            e);
       }
       throw e;
     }
@@ -134,9 +150,9 @@ public final class CheckpointFiles {
   }
 
   /**
-   * Every file below a folder (recursively), without Hadoop's hidden {@code .<name>.crc} side
-   * files (they travel with their file on rename). Spark's own {@code <name>.crc} checksum files
-   * (state checkpoint format v2) are kept: they must move into place with the state they check.
+   * Every file below a folder (recursively), without Hadoop's hidden {@code .<name>.crc} side files
+   * (they travel with their file on rename). Spark's own {@code <name>.crc} checksum files (state
+   * checkpoint format v2) are kept: they must move into place with the state they check.
    */
   public List<Path> listFilesRecursively(Path dir) {
     List<Path> out = new ArrayList<>();
@@ -152,8 +168,8 @@ public final class CheckpointFiles {
 
   /**
    * Walks with listStatus, not listFiles: on a local disk without Hadoop's native library,
-   * listFiles asks every file's permissions with a forked {@code ls} (about 20 ms a file: 5 s of
-   * a join's switch, which lists its 128 staged files twice).
+   * listFiles asks every file's permissions with a forked {@code ls} (about 20 ms a file: 5 s of a
+   * join's switch, which lists its 128 staged files twice).
    */
   private void collectFiles(Path dir, List<Path> out) throws IOException {
     for (FileStatus status : fs.listStatus(dir)) {
@@ -198,7 +214,9 @@ public final class CheckpointFiles {
       // FileContext renames the data file only; carry a local checksum side file along.
       Path crcFrom = new Path(from.getParent(), "." + from.getName() + ".crc");
       if (fs.exists(crcFrom)) {
-        fc.rename(crcFrom, new Path(to.getParent(), "." + to.getName() + ".crc"),
+        fc.rename(
+            crcFrom,
+            new Path(to.getParent(), "." + to.getName() + ".crc"),
             Options.Rename.OVERWRITE);
       }
       return;

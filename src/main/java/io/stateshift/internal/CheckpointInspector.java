@@ -14,9 +14,18 @@ public final class CheckpointInspector {
     CheckpointFiles files =
         CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
-    Optional<String> interrupted = RepartitionJournal.read(files)
-        .map(j -> "attempt " + j.attemptId() + " to " + j.toPartitions() + " partitions stopped in "
-            + "phase " + j.phase() + "; run repartition again to finish or undo it");
+    Optional<String> interrupted =
+        RepartitionJournal.read(files)
+            .map(
+                j ->
+                    "attempt "
+                        + j.attemptId()
+                        + " to "
+                        + j.toPartitions()
+                        + " partitions stopped in "
+                        + "phase "
+                        + j.phase()
+                        + "; run repartition again to finish or undo it");
     StateLayout layout = StateLayout.read(spark, checkpoint, false);
     List<StateCensus.Count> counts = StateCensus.of(spark, layout);
     List<CheckpointReport.OperatorReport> operators = new ArrayList<>();
@@ -38,12 +47,22 @@ public final class CheckpointInspector {
         }
         stores.add(new CheckpointReport.StoreReport(spec.storeName(), rows, bytes, misplaced));
       }
-      operators.add(new CheckpointReport.OperatorReport(op.id(), op.name(),
-          // supported operators have their stores in the layout (a join format 4 has none)
-          StateLayout.SUPPORTED_OPERATORS.contains(op.name()) && !stores.isEmpty(), stores));
+      operators.add(
+          new CheckpointReport.OperatorReport(
+              op.id(),
+              op.name(),
+              // supported operators have their stores in the layout (a join format 4 has none)
+              StateLayout.SUPPORTED_OPERATORS.contains(op.name()) && !stores.isEmpty(),
+              stores));
     }
-    return new CheckpointReport(files.root().toString(), checkpoint.queryId(),
-        checkpoint.lastPlannedBatch(), checkpoint.lastCommittedBatch(), layout.provider(),
-        layout.partitions(), operators, interrupted);
+    return new CheckpointReport(
+        files.root().toString(),
+        checkpoint.queryId(),
+        checkpoint.lastPlannedBatch(),
+        checkpoint.lastCommittedBatch(),
+        layout.provider(),
+        layout.partitions(),
+        operators,
+        interrupted);
   }
 }

@@ -18,35 +18,46 @@ import org.apache.hadoop.fs.Path;
 
 /**
  * An exclusive lease on a checkpoint, held as the file {@code _stateshift/lock}, created only if
- * absent as one atomic step of the store ({@link LeaseFiles}; a store without one is refused
- * unless the caller assumes the query stopped and nothing else runs). The holder rewrites the file
- * every third of the lease; its age is judged by the store's own timestamps, so clocks of
- * different hosts never meet. A lock is taken over at once when its holder is proven dead (same
- * host, its process gone or replaced, see {@link ProcessIdentity}; or this process, which released
- * it but could not delete it), and after its lease otherwise. A holder that missed its renewals
- * and has at most {@code stateshift.lockMaxWaitMs} (60 s) left is waited out with a progress line
- * rather than refused. The lease is 60 s by default ({@code -Dstateshift.lockLeaseMs}). A query
- * starting with StateShiftExtensions is refused while the lock is held (see {@link QueryLease}).
+ * absent as one atomic step of the store ({@link LeaseFiles}; a store without one is refused unless
+ * the caller assumes the query stopped and nothing else runs). The holder rewrites the file every
+ * third of the lease; its age is judged by the store's own timestamps, so clocks of different hosts
+ * never meet. A lock is taken over at once when its holder is proven dead (same host, its process
+ * gone or replaced, see {@link ProcessIdentity}; or this process, which released it but could not
+ * delete it), and after its lease otherwise. A holder that missed its renewals and has at most
+ * {@code stateshift.lockMaxWaitMs} (60 s) left is waited out with a progress line rather than
+ * refused. The lease is 60 s by default ({@code -Dstateshift.lockLeaseMs}). A query starting with
+ * StateShiftExtensions is refused while the lock is held (see {@link QueryLease}).
  */
 public final class CheckpointLock implements AutoCloseable {
   public static final long DEFAULT_LEASE_MS = 60_000;
   public static final long DEFAULT_MAX_WAIT_MS = 60_000;
+
   /** The name of the thread that renews a lease in the background. */
   public static final String RENEWER_THREAD = "stateshift-lock-renewer";
+
   static final String FILE = RepartitionJournal.DIR + "/lock";
-  private static final ObjectMapper JSON = new ObjectMapper()
-      .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+  private static final ObjectMapper JSON =
+      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+
   /** Ids of the locks this process holds now: one of ours not among them was released. */
   private static final Set<String> HELD_HERE = ConcurrentHashMap.newKeySet();
+
   private static final int MAX_ATTEMPTS = 8;
 
   /** The content of the lock file. */
-  public record Lease(String id, String owner, String purpose, long leaseMs, long pid,
-      String hostKey, long processStartMs) {
+  public record Lease(
+      String id,
+      String owner,
+      String purpose,
+      long leaseMs,
+      long pid,
+      String hostKey,
+      long processStartMs) {
     /** True when this lease's holder cannot be running any more. */
     boolean holderProvenDead() {
       if (pid == ProcessIdentity.current().pid()
-          && hostKey != null && hostKey.equals(ProcessIdentity.current().hostKey())) {
+          && hostKey != null
+          && hostKey.equals(ProcessIdentity.current().hostKey())) {
         return id != null && !HELD_HERE.contains(id);
       }
       return ProcessIdentity.provenDead(pid, hostKey, processStartMs);
@@ -57,12 +68,21 @@ public final class CheckpointLock implements AutoCloseable {
   public record Held(Lease lease, long remainingMs) {}
 
   /** How to take a lock: for tests, a clock that does not sleep and a hook between steps. */
-  public record Options(boolean allowUnsafeCreate, Consumer<String> progress, LeaseClock clock,
-      long leaseMs, long maxWaitMs, Consumer<String> beforeStep) {
+  public record Options(
+      boolean allowUnsafeCreate,
+      Consumer<String> progress,
+      LeaseClock clock,
+      long leaseMs,
+      long maxWaitMs,
+      Consumer<String> beforeStep) {
     public static Options defaults() {
-      return new Options(false, message -> {}, LeaseClock.SYSTEM,
+      return new Options(
+          false,
+          message -> {},
+          LeaseClock.SYSTEM,
           Long.getLong("stateshift.lockLeaseMs", DEFAULT_LEASE_MS),
-          Long.getLong("stateshift.lockMaxWaitMs", DEFAULT_MAX_WAIT_MS), step -> {});
+          Long.getLong("stateshift.lockMaxWaitMs", DEFAULT_MAX_WAIT_MS),
+          step -> {});
     }
 
     public Options withAllowUnsafeCreate(boolean allow) {
@@ -102,13 +122,17 @@ public final class CheckpointLock implements AutoCloseable {
     this.options = options;
     this.mode = LeaseFiles.modeOf(files);
     ProcessIdentity me = ProcessIdentity.current();
-    this.text = json(new Lease(id, me.owner(), purpose, options.leaseMs(), me.pid(),
-        me.hostKey(), me.startMs()));
-    this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, RENEWER_THREAD);
-      t.setDaemon(true);
-      return t;
-    });
+    this.text =
+        json(
+            new Lease(
+                id, me.owner(), purpose, options.leaseMs(), me.pid(), me.hostKey(), me.startMs()));
+    this.renewer =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, RENEWER_THREAD);
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   public static CheckpointLock acquire(CheckpointFiles files, String purpose) {
@@ -123,9 +147,11 @@ public final class CheckpointLock implements AutoCloseable {
    * Takes the lock; {@code assumeStopped} (the user's word that nothing else runs on the
    * checkpoint) lets it proceed on a store that cannot create a file only if absent.
    */
-  static CheckpointLock acquire(CheckpointFiles files, String purpose, boolean assumeStopped,
-      Consumer<String> progress) {
-    return acquire(files, purpose,
+  static CheckpointLock acquire(
+      CheckpointFiles files, String purpose, boolean assumeStopped, Consumer<String> progress) {
+    return acquire(
+        files,
+        purpose,
         Options.defaults().withAllowUnsafeCreate(assumeStopped).withProgress(progress));
   }
 
@@ -147,13 +173,22 @@ public final class CheckpointLock implements AutoCloseable {
   private void take() {
     if (mode == LeaseFiles.Mode.UNSAFE) {
       if (!options.allowUnsafeCreate()) {
-        throw new StateShiftException(Reason.CHECKPOINT_IN_USE, "Cannot lock checkpoint "
-            + files.root() + ": " + LeaseFiles.unsafeExplanation(files) + " Or pass "
-            + "--assume-stopped (API: assumeStopped()) if you know that no query, repartition "
-            + "or rollback runs on it now.");
+        throw new StateShiftException(
+            Reason.CHECKPOINT_IN_USE,
+            "Cannot lock checkpoint "
+                + files.root()
+                + ": "
+                + LeaseFiles.unsafeExplanation(files)
+                + " Or pass "
+                + "--assume-stopped (API: assumeStopped()) if you know that no query, repartition "
+                + "or rollback runs on it now.");
       }
-      options.progress().accept("warning: " + LeaseFiles.unsafeExplanation(files)
-          + " Proceeding on --assume-stopped.");
+      options
+          .progress()
+          .accept(
+              "warning: "
+                  + LeaseFiles.unsafeExplanation(files)
+                  + " Proceeding on --assume-stopped.");
     }
     boolean waited = false;
     int unreadable = 0;
@@ -173,8 +208,14 @@ public final class CheckpointLock implements AutoCloseable {
           continue;
         }
         if (held != null && held.holderProvenDead()) {
-          options.progress().accept("The lock of " + held.owner() + " (" + held.purpose()
-              + ") was left by a process that is gone: taking it over.");
+          options
+              .progress()
+              .accept(
+                  "The lock of "
+                      + held.owner()
+                      + " ("
+                      + held.purpose()
+                      + ") was left by a process that is gone: taking it over.");
           takeOver(there.get());
           continue;
         }
@@ -185,13 +226,21 @@ public final class CheckpointLock implements AutoCloseable {
           takeOver(there.get()); // expired: its holder stopped renewing, so it died
           continue;
         }
-        String who = held == null ? "an unreadable lock" : held.owner() + " (" + held.purpose()
-            + ")";
+        String who =
+            held == null ? "an unreadable lock" : held.owner() + " (" + held.purpose() + ")";
         // A live holder rewrites the lock every third of its lease; one that let half of it
         // pass without is most likely dead: wait for the rest rather than refuse.
         if (!waited && age > leaseMs / 2 && remaining <= options.maxWaitMs()) {
-          options.progress().accept("waiting " + (remaining + 999) / 1000 + " s for the lease of "
-              + who + " on " + files.root() + " to expire");
+          options
+              .progress()
+              .accept(
+                  "waiting "
+                      + (remaining + 999) / 1000
+                      + " s for the lease of "
+                      + who
+                      + " on "
+                      + files.root()
+                      + " to expire");
           // S3 gives modification times in whole seconds: a second more makes sure.
           options.clock().sleep(remaining + 1_000);
           waited = true;
@@ -201,21 +250,34 @@ public final class CheckpointLock implements AutoCloseable {
           }
           continue;
         }
-        throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
-            "Checkpoint " + files.root() + " is locked by " + who + " until its lease expires in "
-                + (remaining + 999) / 1000 + " s. Wait for it to finish; a lease whose holder "
+        throw new StateShiftException(
+            Reason.CHECKPOINT_IN_USE,
+            "Checkpoint "
+                + files.root()
+                + " is locked by "
+                + who
+                + " until its lease expires in "
+                + (remaining + 999) / 1000
+                + " s. Wait for it to finish; a lease whose holder "
                 + "died expires by itself (at once when the holder ran on this host).");
       }
     } catch (IOException | java.io.UncheckedIOException e) {
-      throw new StateShiftException(Reason.CHECKPOINT_NOT_WRITABLE,
-          "Cannot write to checkpoint " + files.root() + " (" + e.getMessage() + "). "
-              + "Repartitioning needs write access to the checkpoint folder.", e);
+      throw new StateShiftException(
+          Reason.CHECKPOINT_NOT_WRITABLE,
+          "Cannot write to checkpoint "
+              + files.root()
+              + " ("
+              + e.getMessage()
+              + "). "
+              + "Repartitioning needs write access to the checkpoint folder.",
+          e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new StateShiftException(Reason.FAILED, "Interrupted while waiting for the lock of "
-          + files.root(), e);
+      throw new StateShiftException(
+          Reason.FAILED, "Interrupted while waiting for the lock of " + files.root(), e);
     }
-    throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
+    throw new StateShiftException(
+        Reason.CHECKPOINT_IN_USE,
         "Checkpoint " + files.root() + " is being locked by another process. Try again.");
   }
 
@@ -226,8 +288,12 @@ public final class CheckpointLock implements AutoCloseable {
    * finds another lock there and leaves it alone.
    */
   private void takeOver(LeaseFiles.Read dead) throws IOException {
-    Path marker = files.path(RepartitionJournal.DIR + "/takeover-" + UUID.nameUUIDFromBytes(
-        (dead.text() + "@" + dead.modifiedMs()).getBytes(StandardCharsets.UTF_8)));
+    Path marker =
+        files.path(
+            RepartitionJournal.DIR
+                + "/takeover-"
+                + UUID.nameUUIDFromBytes(
+                    (dead.text() + "@" + dead.modifiedMs()).getBytes(StandardCharsets.UTF_8)));
     options.beforeStep().accept("takeover");
     if (!LeaseFiles.createExclusive(files, marker, text, mode)) {
       // Another taker is at it. Its marker outlives it only if it died within these few steps:
@@ -265,8 +331,8 @@ public final class CheckpointLock implements AutoCloseable {
       return Optional.empty(); // unreadable: a holder that died while writing it
     }
     long leaseMs = held.leaseMs() > 0 ? held.leaseMs() : DEFAULT_LEASE_MS;
-    long remaining = there.get().modifiedMs() + leaseMs
-        - LeaseFiles.storeNow(files, path.getParent());
+    long remaining =
+        there.get().modifiedMs() + leaseMs - LeaseFiles.storeNow(files, path.getParent());
     return remaining > 0 ? Optional.of(new Held(held, remaining)) : Optional.empty();
   }
 

@@ -22,8 +22,8 @@ public final class CheckpointVerifier {
    * The same, and the logs of the query's file sinks ({@code fileSinks}, and the one on record)
    * have an entry for every batch they need.
    */
-  public static VerificationReport verify(SparkSession spark, String checkpointLocation,
-      List<String> fileSinks) {
+  public static VerificationReport verify(
+      SparkSession spark, String checkpointLocation, List<String> fileSinks) {
     CheckpointFiles files =
         CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
@@ -33,10 +33,22 @@ public final class CheckpointVerifier {
         problems.add("file sink log " + log.location() + ": " + gap.explanation());
       }
     }
-    RepartitionJournal.read(files).ifPresent(j -> problems.add("an interrupted "
-        + (j.phase() == RepartitionJournal.Phase.ROLLING_BACK ? "rollback" : "repartition")
-        + " (attempt " + j.attemptId() + ", phase " + j.phase() + ") must be finished: run "
-        + "'stateshift repartition --partitions " + j.toPartitions() + "' again"));
+    RepartitionJournal.read(files)
+        .ifPresent(
+            j ->
+                problems.add(
+                    "an interrupted "
+                        + (j.phase() == RepartitionJournal.Phase.ROLLING_BACK
+                            ? "rollback"
+                            : "repartition")
+                        + " (attempt "
+                        + j.attemptId()
+                        + ", phase "
+                        + j.phase()
+                        + ") must be finished: run "
+                        + "'stateshift repartition --partitions "
+                        + j.toPartitions()
+                        + "' again"));
     StateLayout layout;
     try {
       layout = StateLayout.read(spark, checkpoint, true);
@@ -48,12 +60,12 @@ public final class CheckpointVerifier {
     try {
       counts = StateCensus.of(spark, layout);
     } catch (RuntimeException e) {
-      problems.add("the state of batch " + layout.lastCommitted() + " cannot be read: "
-          + rootMessage(e));
+      problems.add(
+          "the state of batch " + layout.lastCommitted() + " cannot be read: " + rootMessage(e));
       return new VerificationReport(files.root().toString(), layout.partitions(), 0, problems);
     }
-    Optional<RepartitionJournal> last = RepartitionHistory.latest(files)
-        .filter(h -> h.newBatch() == layout.lastCommitted());
+    Optional<RepartitionJournal> last =
+        RepartitionHistory.latest(files).filter(h -> h.newBatch() == layout.lastCommitted());
     long rows = 0;
     for (StoreSpec spec : layout.stores()) {
       long storeRows = 0;
@@ -63,18 +75,27 @@ public final class CheckpointVerifier {
         }
         storeRows += c.rows();
         if (c.misplaced() > 0) {
-          problems.add(String.format("operator %d store %s partition %d: %d of %d keys belong to "
-                  + "another partition", spec.operatorId(), spec.storeName(), c.partition(),
-              c.misplaced(), c.rows()));
+          problems.add(
+              String.format(
+                  "operator %d store %s partition %d: %d of %d keys belong to "
+                      + "another partition",
+                  spec.operatorId(), spec.storeName(), c.partition(), c.misplaced(), c.rows()));
         }
       }
       rows += storeRows;
       String key = spec.operatorId() + "/" + spec.storeName();
-      if (last.isPresent() && last.get().rowsBefore().containsKey(key)
+      if (last.isPresent()
+          && last.get().rowsBefore().containsKey(key)
           && last.get().rowsBefore().get(key) != storeRows) {
-        problems.add(String.format("operator %d store %s holds %d rows, but %d before the "
-                + "repartition to %d partitions", spec.operatorId(), spec.storeName(), storeRows,
-            last.get().rowsBefore().get(key), last.get().toPartitions()));
+        problems.add(
+            String.format(
+                "operator %d store %s holds %d rows, but %d before the "
+                    + "repartition to %d partitions",
+                spec.operatorId(),
+                spec.storeName(),
+                storeRows,
+                last.get().rowsBefore().get(key),
+                last.get().toPartitions()));
       }
     }
     return new VerificationReport(files.root().toString(), layout.partitions(), rows, problems);

@@ -7,15 +7,15 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * One column family of a store that keeps several, as the state schema v3 file lists it: a
- * transformWithState user state variable or one of Spark's internal ones (timers, TTL indexes),
- * or one of the four stores of a stream-stream join in state format 3.
+ * transformWithState user state variable or one of Spark's internal ones (timers, TTL indexes), or
+ * one of the four stores of a stream-stream join in state format 3.
  *
  * @param encoderSpec how keys are encoded (whole key, prefix scan or range scan), from the schema
  * @param multipleValues a list state: several values per key, written with put then merge
  * @param internal Spark's own column family (name starting with {@code $})
- * @param stateVariable the transformWithState variable it belongs to, which tells Spark's
- *     partition key extractor where the grouping key sits in this column family's key; null for a
- *     join, whose extractor goes by the column family's name and the join state format
+ * @param stateVariable the transformWithState variable it belongs to, which tells Spark's partition
+ *     key extractor where the grouping key sits in this column family's key; null for a join, whose
+ *     extractor goes by the column family's name and the join state format
  */
 record ColumnFamily(
     String name,
@@ -24,4 +24,5 @@ record ColumnFamily(
     KeyStateEncoderSpec encoderSpec,
     boolean multipleValues,
     boolean internal,
-    TransformWithStateVariableInfo stateVariable) implements Serializable {}
+    TransformWithStateVariableInfo stateVariable)
+    implements Serializable {}

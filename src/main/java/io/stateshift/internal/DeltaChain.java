@@ -12,24 +12,24 @@ import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 /**
- * The delta files of one HDFS-backed partition's version chain, decompressed whole, with the
- * newest entry of each key picked out: the one a load of the version would keep.
+ * The delta files of one HDFS-backed partition's version chain, decompressed whole, with the newest
+ * entry of each key picked out: the one a load of the version would keep.
  *
  * <p>A delta is {@code [int keyLength][key][int valueLength][value]} records (value length -1
- * removes the key) ended by a key length of -1; within a delta the last record of a key wins,
- * and a newer delta wins over an older one. Records are numbered in "newest first" order (deltas
- * newest first, each walked backwards), so a key's newest entry is its lowest-numbered record.
+ * removes the key) ended by a key length of -1; within a delta the last record of a key wins, and a
+ * newer delta wins over an older one. Records are numbered in "newest first" order (deltas newest
+ * first, each walked backwards), so a key's newest entry is its lowest-numbered record.
  *
- * <p>Why not one hash set of the keys seen: at a few hundred thousand keys per partition its
- * table outgrows the CPU caches, and each new key cost a cache miss (half of the read tasks'
- * time). Here the records are first scattered by the top bits of their key hash into buckets of
- * about {@value #ENTRIES_PER_BUCKET} (a radix partition, written sequentially per bucket); each
- * bucket is then deduplicated in its own small slice of the table, which stays in cache. Keys
- * are compared byte by byte only when their 32-bit hashes match.
+ * <p>Why not one hash set of the keys seen: at a few hundred thousand keys per partition its table
+ * outgrows the CPU caches, and each new key cost a cache miss (half of the read tasks' time). Here
+ * the records are first scattered by the top bits of their key hash into buckets of about {@value
+ * #ENTRIES_PER_BUCKET} (a radix partition, written sequentially per bucket); each bucket is then
+ * deduplicated in its own small slice of the table, which stays in cache. Keys are compared byte by
+ * byte only when their 32-bit hashes match.
  *
- * <p>Memory: the decompressed deltas (one array each, no object per record), 8 bytes and a bit
- * per record, and the table, 2 to 4 slots of 8 bytes per record; while it is built, 28 bytes
- * more per record.
+ * <p>Memory: the decompressed deltas (one array each, no object per record), 8 bytes and a bit per
+ * record, and the table, 2 to 4 slots of 8 bytes per record; while it is built, 28 bytes more per
+ * record.
  */
 final class DeltaChain {
   private static final int END = -1;
@@ -44,24 +44,35 @@ final class DeltaChain {
   }
 
   private final KeyHash keyHash;
+
   /** Decompressed deltas, newest first. */
   private final byte[][] deltas;
+
   /** Their files, in the same order. */
   private final List<Path> files;
+
   /** Per record, in newest-first order: its delta in the high 32 bits, its offset in the low. */
   private final long[] records;
+
   private final int bucketBits;
   private final int segmentMask;
+
   /**
    * One open-addressing segment of {@code segmentMask + 1} slots per bucket; a slot holds a key
    * hash in the high 32 bits and record number + 1 in the low (0: empty).
    */
   private final long[] table;
+
   /** Bit per record: the newest entry of its key. */
   private final long[] newest;
 
-  private DeltaChain(List<Path> files, byte[][] deltas, long[] records, int[] hashes,
-      int[] keyLengths, KeyHash keyHash) {
+  private DeltaChain(
+      List<Path> files,
+      byte[][] deltas,
+      long[] records,
+      int[] hashes,
+      int[] keyLengths,
+      KeyHash keyHash) {
     this.keyHash = keyHash;
     this.files = List.copyOf(files);
     this.deltas = deltas;
@@ -104,8 +115,13 @@ final class DeltaChain {
       for (int i = start[b]; i < start[b + 1]; i++) {
         int hash = (int) (grouped[i] >>> 32);
         int record = (int) grouped[i];
-        int slot = slotOf(b, hash, deltas[(int) (groupedPlace[i] >>> 32)],
-            (int) groupedPlace[i] + 4, groupedKeyLength[i]);
+        int slot =
+            slotOf(
+                b,
+                hash,
+                deltas[(int) (groupedPlace[i] >>> 32)],
+                (int) groupedPlace[i] + 4,
+                groupedKeyLength[i]);
         if (table[slot] == 0) {
           table[slot] = ((long) hash << 32) | (record + 1L);
           newest[record >>> 6] |= 1L << record;
@@ -120,8 +136,9 @@ final class DeltaChain {
     return read(fs, deltasNewestFirst, codec, DeltaChain::murmur3);
   }
 
-  static DeltaChain read(FileSystem fs, List<Path> deltasNewestFirst, CompressionCodec codec,
-      KeyHash keyHash) throws IOException {
+  static DeltaChain read(
+      FileSystem fs, List<Path> deltasNewestFirst, CompressionCodec codec, KeyHash keyHash)
+      throws IOException {
     byte[][] deltas = new byte[deltasNewestFirst.size()][];
     int[][] offsets = new int[deltas.length][];
     int total = 0;
@@ -182,8 +199,8 @@ final class DeltaChain {
   }
 
   /**
-   * Hands over the newest entry of every key that it does not remove, in record order (which
-   * reads each delta array front to back, in step with the records' numbering).
+   * Hands over the newest entry of every key that it does not remove, in record order (which reads
+   * each delta array front to back, in step with the records' numbering).
    */
   void forEachLiveNewest(EntryConsumer consumer) throws IOException {
     for (int r = 0; r < records.length; r++) {
@@ -214,7 +231,12 @@ final class DeltaChain {
         int record = (int) slot - 1;
         byte[] delta = deltas[deltaOf(record)];
         int keyOffset = keyOffset(record);
-        if (Arrays.equals(delta, keyOffset, keyOffset + intAt(delta, keyOffset - 4), key, offset,
+        if (Arrays.equals(
+            delta,
+            keyOffset,
+            keyOffset + intAt(delta, keyOffset - 4),
+            key,
+            offset,
             offset + length)) {
           return base + i;
         }
@@ -244,8 +266,7 @@ final class DeltaChain {
   }
 
   private static int murmur3(byte[] data, int offset, int length) {
-    return Murmur3_x86_32.hashUnsafeBytes2(data, Platform.BYTE_ARRAY_OFFSET + offset, length,
-        SEED);
+    return Murmur3_x86_32.hashUnsafeBytes2(data, Platform.BYTE_ARRAY_OFFSET + offset, length, SEED);
   }
 
   private static int intAt(byte[] data, int offset) {
@@ -259,12 +280,13 @@ final class DeltaChain {
   private static byte[] decompress(FileSystem fs, Path file, CompressionCodec codec)
       throws IOException {
     long compressed = fs.getFileStatus(file).getLen();
-    byte[] data = new byte[(int) Math.min(Integer.MAX_VALUE - 8, Math.max(1 << 16,
-        compressed * 4))];
+    byte[] data =
+        new byte[(int) Math.min(Integer.MAX_VALUE - 8, Math.max(1 << 16, compressed * 4))];
     int length = 0;
     boolean tooLarge = false;
     InputStream raw = fs.open(file); // a missing file or a failed open is no damage to it
-    try (raw; InputStream in = codec.compressedInputStream(StateFileDamage.marked(raw))) {
+    try (raw;
+        InputStream in = codec.compressedInputStream(StateFileDamage.marked(raw))) {
       while (true) {
         if (length == data.length) {
           if (length == Integer.MAX_VALUE - 8) {
@@ -285,8 +307,10 @@ final class DeltaChain {
       throw StateFileDamage.classify(file, e);
     }
     if (tooLarge) {
-      throw new IOException(file + " holds more than 2 GB once decompressed; load this "
-          + "version with Spark and let it write a snapshot first");
+      throw new IOException(
+          file
+              + " holds more than 2 GB once decompressed; load this "
+              + "version with Spark and let it write a snapshot first");
     }
     return length == data.length ? data : Arrays.copyOf(data, length);
   }

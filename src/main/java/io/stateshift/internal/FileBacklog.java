@@ -12,8 +12,8 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
- * The backlog of a file source, which Spark 4.2 does not report: files in the input folder that
- * the query has not taken in yet. Taken-in files come from the source log in the checkpoint, read
+ * The backlog of a file source, which Spark 4.2 does not report: files in the input folder that the
+ * query has not taken in yet. Taken-in files come from the source log in the checkpoint, read
  * incrementally (one small file per source batch); the input folder is listed once per batch, as
  * the file source itself does.
  */
@@ -40,18 +40,19 @@ public final class FileBacklog {
    * ({@code FileStreamSource[<path>]}) on a plain folder (no glob).
    */
   public static Optional<FileBacklog> of(String checkpointRoot, int index, String description) {
-    if (description == null || !description.startsWith("FileStreamSource[")
+    if (description == null
+        || !description.startsWith("FileStreamSource[")
         || !description.endsWith("]")) {
       return Optional.empty();
     }
-    String location = description.substring("FileStreamSource[".length(),
-        description.length() - 1);
+    String location = description.substring("FileStreamSource[".length(), description.length() - 1);
     if (location.matches(".*[*?{\\[].*")) {
       return Optional.empty();
     }
     try {
-      return Optional.of(new FileBacklog(StreamIntrospection.checkpointFiles(checkpointRoot),
-          index, new Path(location)));
+      return Optional.of(
+          new FileBacklog(
+              StreamIntrospection.checkpointFiles(checkpointRoot), index, new Path(location)));
     } catch (RuntimeException e) {
       return Optional.empty(); // no session to resolve the checkpoint with: no file backlog
     }
@@ -62,8 +63,8 @@ public final class FileBacklog {
     JsonNode end = JSON.readTree(endOffsetJson);
     long logOffset = end == null ? -1 : end.path("logOffset").asLong(-1);
     if (logOffset > readUpTo) {
-      for (SourceLogs.FileEntry entry : SourceLogs.fileEntries(checkpoint, sourceIndex, readUpTo,
-          logOffset)) {
+      for (SourceLogs.FileEntry entry :
+          SourceLogs.fileEntries(checkpoint, sourceIndex, readUpTo, logOffset)) {
         taken.add(pathOf(entry.path()));
       }
       readUpTo = logOffset;

@@ -42,10 +42,14 @@ public final class FileSinkLog {
     // rollback would need again.
     SparkSession session = spark.newSession();
     session.conf().set("spark.sql.streaming.fileSink.log.deletion", "false");
-    session.conf().set("spark.sql.streaming.fileSink.log.compactInterval",
-        spark.conf().get("spark.sql.streaming.fileSink.log.compactInterval", "10"));
-    this.log = new FileStreamSinkLog(FileStreamSinkLog.VERSION(), session, dir.toString(),
-        scala.Option.empty());
+    session
+        .conf()
+        .set(
+            "spark.sql.streaming.fileSink.log.compactInterval",
+            spark.conf().get("spark.sql.streaming.fileSink.log.compactInterval", "10"));
+    this.log =
+        new FileStreamSinkLog(
+            FileStreamSinkLog.VERSION(), session, dir.toString(), scala.Option.empty());
   }
 
   /**
@@ -57,17 +61,24 @@ public final class FileSinkLog {
       Path path = new Path(location);
       FileSystem fs = path.getFileSystem(conf);
       Path qualified = fs.makeQualified(path);
-      Path dir = qualified.getName().equals(METADATA_DIR) ? qualified
-          : new Path(qualified, METADATA_DIR);
+      Path dir =
+          qualified.getName().equals(METADATA_DIR) ? qualified : new Path(qualified, METADATA_DIR);
       if (!fs.isDirectory(dir)) {
-        throw new StateShiftException(Reason.INVALID_ARGUMENT, location + " is not the output "
-            + "folder of a file sink: it has no " + METADATA_DIR + " folder. Pass the path the "
-            + "query writes to (its .parquet/.json/.csv/.orc/.text(path) or option(\"path\")).");
+        throw new StateShiftException(
+            Reason.INVALID_ARGUMENT,
+            location
+                + " is not the output "
+                + "folder of a file sink: it has no "
+                + METADATA_DIR
+                + " folder. Pass the path the "
+                + "query writes to (its .parquet/.json/.csv/.orc/.text(path) or option(\"path\")).");
       }
       return new FileSinkLog(spark, dir, fs);
     } catch (IOException | IllegalArgumentException e) {
-      throw new StateShiftException(Reason.INVALID_ARGUMENT,
-          "Cannot open the file sink output " + location + ": " + e.getMessage(), e);
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "Cannot open the file sink output " + location + ": " + e.getMessage(),
+          e);
     }
   }
 
@@ -84,8 +95,8 @@ public final class FileSinkLog {
       // A Spark line where the field moved: the sink's output is in its description.
       String described = sink.toString();
       return described.startsWith("FileSink[") && described.endsWith("]")
-          ? Optional.of(new Path(described.substring(9, described.length() - 1), METADATA_DIR)
-              .toString())
+          ? Optional.of(
+              new Path(described.substring(9, described.length() - 1), METADATA_DIR).toString())
           : Optional.empty();
     }
   }
@@ -163,7 +174,8 @@ public final class FileSinkLog {
     if (present.isEmpty()) {
       return missing;
     }
-    for (long id = lastCompaction >= 0 ? lastCompaction : present.first(); id < present.last();
+    for (long id = lastCompaction >= 0 ? lastCompaction : present.first();
+        id < present.last();
         id++) {
       if (!present.contains(id)) {
         missing.add(id);

@@ -24,15 +24,15 @@ import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.util.NativeCodeLoader;
 
 /**
- * Hadoop's local file system, minus the processes it forks when its native library is missing
- * (as it is in every Maven-built Spark): a {@code chmod} for each file and folder it creates with a
+ * Hadoop's local file system, minus the processes it forks when its native library is missing (as
+ * it is in every Maven-built Spark): a {@code chmod} for each file and folder it creates with a
  * permission, and a {@code readlink} for each {@code FileContext} rename. Spark's RocksDB commit
  * pays both for every file it writes (a process start is 2 ms at best, 18 ms measured through
- * Hadoop's shell runner); a 200k-row join's repartition forked 1,087 of them. Here permissions
- * are set and links read through {@code java.nio}; everything else is Hadoop's own code.
+ * Hadoop's shell runner); a 200k-row join's repartition forked 1,087 of them. Here permissions are
+ * set and links read through {@code java.nio}; everything else is Hadoop's own code.
  *
- * <p>{@link #applyTo} gives it to stateshift's own file operations and tasks only, through a
- * copy of the Hadoop configuration ({@link CheckpointFiles#at}), never to the user's session.
+ * <p>{@link #applyTo} gives it to stateshift's own file operations and tasks only, through a copy
+ * of the Hadoop configuration ({@link CheckpointFiles#at}), never to the user's session.
  */
 public final class ForklessLocalFileSystem extends LocalFileSystem {
 
@@ -42,15 +42,15 @@ public final class ForklessLocalFileSystem extends LocalFileSystem {
 
   /**
    * A copy of {@code conf} whose {@code file:} scheme is this file system, for both Hadoop APIs
-   * (Spark's checkpoint file manager uses FileContext); {@code conf} itself when the native
-   * library is loaded (nothing forks then) or the user chose another local file system.
+   * (Spark's checkpoint file manager uses FileContext); {@code conf} itself when the native library
+   * is loaded (nothing forks then) or the user chose another local file system.
    */
   public static Configuration applyTo(Configuration conf) {
     boolean defaultLocalFs =
         conf.get("fs.file.impl", LocalFileSystem.class.getName())
-            .equals(LocalFileSystem.class.getName())
-        && conf.get("fs.AbstractFileSystem.file.impl", LocalFs.class.getName())
-            .equals(LocalFs.class.getName());
+                .equals(LocalFileSystem.class.getName())
+            && conf.get("fs.AbstractFileSystem.file.impl", LocalFs.class.getName())
+                .equals(LocalFs.class.getName());
     if (NativeCodeLoader.isNativeCodeLoaded() || !defaultLocalFs) {
       return conf;
     }
@@ -93,11 +93,12 @@ public final class ForklessLocalFileSystem extends LocalFileSystem {
     private static Set<PosixFilePermission> posix(FsPermission permission) {
       // bit 0 is others' execute, bit 8 the owner's read: the order of PosixFilePermission reversed
       PosixFilePermission[] byBit = {
-          PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
-          PosixFilePermission.OTHERS_READ, PosixFilePermission.GROUP_EXECUTE,
-          PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-          PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
-          PosixFilePermission.OWNER_READ};
+        PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
+        PosixFilePermission.OTHERS_READ, PosixFilePermission.GROUP_EXECUTE,
+        PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
+        PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
+        PosixFilePermission.OWNER_READ
+      };
       Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
       short bits = permission.toShort();
       for (int bit = 0; bit < byBit.length; bit++) {
@@ -119,8 +120,7 @@ public final class ForklessLocalFileSystem extends LocalFileSystem {
   /** Hadoop's RawLocalFs (whose constructors are not public) over {@link Raw}. */
   static final class RawFs extends DelegateToFileSystem {
     RawFs(Configuration conf) throws IOException, URISyntaxException {
-      super(FsConstants.LOCAL_FS_URI, new Raw(), conf, FsConstants.LOCAL_FS_URI.getScheme(),
-          false);
+      super(FsConstants.LOCAL_FS_URI, new Raw(), conf, FsConstants.LOCAL_FS_URI.getScheme(), false);
     }
 
     @Override

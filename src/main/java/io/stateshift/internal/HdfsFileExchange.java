@@ -33,19 +33,19 @@ import org.apache.spark.unsafe.Platform;
  * whole partition in the JVM heap, no shuffle, and nothing decoded but each key's placement.
  *
  * <p>Spark's HDFS-backed provider keeps version N as the newest {@code S.snapshot} at or below N
- * plus {@code S+1.delta} .. {@code N.delta}; every file is one compressed stream of {@code
- * [int keyLength][key UnsafeRow][int valueLength][value UnsafeRow]} records (a value length of -1
- * removes the key) ended by a key length of -1. Each read task reads one old partition's deltas
- * and keeps the newest entry of each key ({@link DeltaChain}), then streams the snapshot through
+ * plus {@code S+1.delta} .. {@code N.delta}; every file is one compressed stream of {@code [int
+ * keyLength][key UnsafeRow][int valueLength][value UnsafeRow]} records (a value length of -1
+ * removes the key) ended by a key length of -1. Each read task reads one old partition's deltas and
+ * keeps the newest entry of each key ({@link DeltaChain}), then streams the snapshot through
  * without holding it, skipping the keys the deltas have. Each live entry goes, bytes unchanged, to
  * a staged file of the new partition Spark's hash gives its key. Each write task concatenates the
  * staged files of one new partition into its {@code N+1.snapshot} (as compressed bytes, for the
  * codecs Spark reads concatenated): keys are unique across old partitions, so there is nothing to
  * merge.
  *
- * <p>Memory per read task is the chain's deltas, decompressed, never the snapshot. Applies to
- * state checkpoint format v1 (plain version file names); the job falls back to the provider and
- * a shuffle otherwise.
+ * <p>Memory per read task is the chain's deltas, decompressed, never the snapshot. Applies to state
+ * checkpoint format v1 (plain version file names); the job falls back to the provider and a shuffle
+ * otherwise.
  */
 final class HdfsFileExchange {
   /** Spark conf to force the provider and shuffle path, for comparison: {@code shuffle}. */
@@ -53,24 +53,36 @@ final class HdfsFileExchange {
 
   private static final Pattern VERSION_FILE = Pattern.compile("(\\d+)\\.(delta|snapshot)");
   private static final int END = -1;
+
   /** Record lengths, big-endian as {@code DataOutputStream} writes them, in byte arrays. */
   static final VarHandle BIG_ENDIAN_INT =
       MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+
   private static final int BUFFER = 1 << 16;
 
   private HdfsFileExchange() {}
 
   /**
-   * Read side: splits version {@code version} of the old partition in {@code partitionDir} into
-   * one staged file per new partition that gets at least one key. A state file that cannot be
-   * decoded is refused as damage, naming it.
+   * Read side: splits version {@code version} of the old partition in {@code partitionDir} into one
+   * staged file per new partition that gets at least one key. A state file that cannot be decoded
+   * is refused as damage, naming it.
    *
    * @param check when not null, every key must sit in {@code oldPartition} under the old count
    */
-  static StateRedistributionJob.ReadOutcome split(Path partitionDir, long version, StoreSpec spec,
-      int oldPartition, StateStores.KeyPlacement placement, PlacementCheck check,
-      int firstTarget, int newPartitions, String exchangeDir, String codecName,
-      String checkpointRoot, Configuration hadoopConf, TaskTimer timer) {
+  static StateRedistributionJob.ReadOutcome split(
+      Path partitionDir,
+      long version,
+      StoreSpec spec,
+      int oldPartition,
+      StateStores.KeyPlacement placement,
+      PlacementCheck check,
+      int firstTarget,
+      int newPartitions,
+      String exchangeDir,
+      String codecName,
+      String checkpointRoot,
+      Configuration hadoopConf,
+      TaskTimer timer) {
     CompressionCodec codec = codec(codecName);
     Path stagingDir = new Path(exchangeDir);
     String fileStem = spec.slot() + "-" + oldPartition + "-" + UUID.randomUUID();
@@ -78,12 +90,22 @@ final class HdfsFileExchange {
     try {
       FileSystem fs = partitionDir.getFileSystem(hadoopConf);
       FileSystem stagingFs = withoutChecksumFiles(stagingDir.getFileSystem(hadoopConf));
-      splitter = new Splitter(spec, placement, check, firstTarget, newPartitions, stagingFs,
-          stagingDir, codec, fileStem);
+      splitter =
+          new Splitter(
+              spec,
+              placement,
+              check,
+              firstTarget,
+              newPartitions,
+              stagingFs,
+              stagingDir,
+              codec,
+              fileStem);
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
-      Path snapshot = !chain.isEmpty()
-          && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
-          ? chain.remove(chain.size() - 1) : null;
+      Path snapshot =
+          !chain.isEmpty() && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
+              ? chain.remove(chain.size() - 1)
+              : null;
       timer.lap("list");
       DeltaChain deltas = DeltaChain.read(fs, chain, codec);
       timer.lap("read-deltas");
@@ -106,15 +128,25 @@ final class HdfsFileExchange {
       timer.lap("split");
       List<StateRedistributionJob.StagedFile> staged = splitter.finish();
       timer.lap("stage");
-      return new StateRedistributionJob.ReadOutcome(new StateRedistributionJob.PartitionCount(
-          spec.slot(), oldPartition, splitter.totalRows, splitter.totalBytes, null), staged);
+      return new StateRedistributionJob.ReadOutcome(
+          new StateRedistributionJob.PartitionCount(
+              spec.slot(), oldPartition, splitter.totalRows, splitter.totalBytes, null),
+          staged);
     } catch (StateFileDamage.DamagedFile e) {
       abandon(splitter);
       throw StateFileDamage.refusal(checkpointRoot, e);
     } catch (IOException e) {
       abandon(splitter);
-      throw new UncheckedIOException("Cannot split version " + version + " of " + partitionDir
-          + " into " + exchangeDir + ": " + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "Cannot split version "
+              + version
+              + " of "
+              + partitionDir
+              + " into "
+              + exchangeDir
+              + ": "
+              + e.getMessage(),
+          e);
     } catch (RuntimeException e) {
       abandon(splitter);
       throw e;
@@ -128,9 +160,9 @@ final class HdfsFileExchange {
   }
 
   /**
-   * Write side: concatenates the staged files of one new partition into {@code snapshotFile}
-   * (which must not exist) and returns its counts; a staged file whose length (or, re-encoded,
-   * row count) differs from what its read task reported fails the task.
+   * Write side: concatenates the staged files of one new partition into {@code snapshotFile} (which
+   * must not exist) and returns its counts; a staged file whose length (or, re-encoded, row count)
+   * differs from what its read task reported fails the task.
    *
    * <p>With a codec whose streams Spark reads back to back as one (lz4, zstd, snappy, lzf: those
    * its shuffle merges by concatenation too), the staged files are compressed record streams
@@ -138,8 +170,12 @@ final class HdfsFileExchange {
    * just the end marker: nothing is decompressed or compressed again. Other codecs' staged files
    * are whole snapshots, re-encoded here.
    */
-  static StateRedistributionJob.PartitionCount writeSnapshot(Path snapshotFile, StoreSpec spec,
-      int partition, List<StateRedistributionJob.StagedFile> files, String codecName,
+  static StateRedistributionJob.PartitionCount writeSnapshot(
+      Path snapshotFile,
+      StoreSpec spec,
+      int partition,
+      List<StateRedistributionJob.StagedFile> files,
+      String codecName,
       Configuration hadoopConf) {
     CompressionCodec codec = codec(codecName);
     long rows = 0;
@@ -166,9 +202,13 @@ final class HdfsFileExchange {
     return CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(codec);
   }
 
-  private static void concatenate(FileSystem fs, Path snapshotFile,
-      List<StateRedistributionJob.StagedFile> files, CompressionCodec codec,
-      Configuration hadoopConf) throws IOException {
+  private static void concatenate(
+      FileSystem fs,
+      Path snapshotFile,
+      List<StateRedistributionJob.StagedFile> files,
+      CompressionCodec codec,
+      Configuration hadoopConf)
+      throws IOException {
     byte[] buffer = new byte[BUFFER];
     OutputStream out = SnapshotWriter.create(fs, snapshotFile);
     OutputStream end = null;
@@ -176,16 +216,21 @@ final class HdfsFileExchange {
       for (StateRedistributionJob.StagedFile file : files) {
         Path staged = new Path(file.path());
         long copied = 0;
-        try (InputStream in = withoutChecksumFiles(staged.getFileSystem(hadoopConf))
-            .open(staged)) {
+        try (InputStream in = withoutChecksumFiles(staged.getFileSystem(hadoopConf)).open(staged)) {
           for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
             out.write(buffer, 0, n);
             copied += n;
           }
         }
         if (copied != file.fileBytes()) {
-          throw new IllegalStateException("The staged file " + staged + " holds " + copied
-              + " bytes, its read task wrote " + file.fileBytes() + "; the attempt is abandoned");
+          throw new IllegalStateException(
+              "The staged file "
+                  + staged
+                  + " holds "
+                  + copied
+                  + " bytes, its read task wrote "
+                  + file.fileBytes()
+                  + "; the attempt is abandoned");
         }
       }
       // the end marker, as a stream of its own; closing it closes the file
@@ -202,9 +247,13 @@ final class HdfsFileExchange {
     end.close();
   }
 
-  private static void reencode(FileSystem fs, Path snapshotFile,
-      List<StateRedistributionJob.StagedFile> files, CompressionCodec codec,
-      Configuration hadoopConf) throws IOException {
+  private static void reencode(
+      FileSystem fs,
+      Path snapshotFile,
+      List<StateRedistributionJob.StagedFile> files,
+      CompressionCodec codec,
+      Configuration hadoopConf)
+      throws IOException {
     try (SnapshotWriter out = new SnapshotWriter(fs, snapshotFile, codec, true)) {
       for (StateRedistributionJob.StagedFile file : files) {
         Path staged = new Path(file.path());
@@ -218,17 +267,23 @@ final class HdfsFileExchange {
           }
         }
         if (fileRows != file.rows()) {
-          throw new IllegalStateException("The staged file " + staged + " holds " + fileRows
-              + " rows, its read task wrote " + file.rows() + "; the attempt is abandoned");
+          throw new IllegalStateException(
+              "The staged file "
+                  + staged
+                  + " holds "
+                  + fileRows
+                  + " rows, its read task wrote "
+                  + file.rows()
+                  + "; the attempt is abandoned");
         }
       }
     }
   }
 
   /**
-   * One compressed stream of records as Spark's HDFS-backed provider writes them, ended by -1
-   * (or, for a staged file to be concatenated, without it). Records are laid out in a buffer of
-   * its own and handed to the codec a block at a time.
+   * One compressed stream of records as Spark's HDFS-backed provider writes them, ended by -1 (or,
+   * for a staged file to be concatenated, without it). Records are laid out in a buffer of its own
+   * and handed to the codec a block at a time.
    */
   static final class SnapshotWriter implements AutoCloseable {
     private final OutputStream out;
@@ -252,8 +307,9 @@ final class HdfsFileExchange {
       return fs.create(file, false);
     }
 
-    void append(byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset,
-        int valueLength) throws IOException {
+    void append(
+        byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset, int valueLength)
+        throws IOException {
       putInt(keyLength);
       put(key, keyOffset, keyLength);
       putInt(valueLength);
@@ -305,8 +361,8 @@ final class HdfsFileExchange {
 
   /**
    * The files version {@code version} is built from, newest first: {@code version.delta} down to
-   * the newest snapshot at or below it (or down to {@code 1.delta}). The chain was checked for
-   * gaps before the job started; a missing file here is reported the same way.
+   * the newest snapshot at or below it (or down to {@code 1.delta}). The chain was checked for gaps
+   * before the job started; a missing file here is reported the same way.
    */
   static List<Path> chainNewestFirst(FileSystem fs, Path partitionDir, long version)
       throws IOException {
@@ -330,8 +386,13 @@ final class HdfsFileExchange {
     List<Path> chain = new ArrayList<>();
     for (long v = version; v > snapshot; v--) {
       if (!deltas.contains(v)) {
-        throw new IllegalStateException(partitionDir + " has no state file for version " + v
-            + ", which version " + version + " is built from");
+        throw new IllegalStateException(
+            partitionDir
+                + " has no state file for version "
+                + v
+                + ", which version "
+                + version
+                + " is built from");
       }
       chain.add(new Path(partitionDir, v + ".delta"));
     }
@@ -343,16 +404,17 @@ final class HdfsFileExchange {
 
   private static DataInputStream open(FileSystem fs, Path file, CompressionCodec codec)
       throws IOException {
-    return new DataInputStream(new BufferedInputStream(
-        codec.compressedInputStream(fs.open(file)), BUFFER));
+    return new DataInputStream(
+        new BufferedInputStream(codec.compressedInputStream(fs.open(file)), BUFFER));
   }
 
   /** A state file's decoder over its opened stream; one that cannot start is damage. */
   private static DataInputStream decoding(InputStream raw, CompressionCodec codec, Path file)
       throws IOException {
     try {
-      return new DataInputStream(new BufferedInputStream(
-          codec.compressedInputStream(StateFileDamage.marked(raw)), BUFFER));
+      return new DataInputStream(
+          new BufferedInputStream(
+              codec.compressedInputStream(StateFileDamage.marked(raw)), BUFFER));
     } catch (Exception e) { // a codec may read its header here, and Scala declares no exception
       raw.close();
       throw StateFileDamage.classify(file, e);
@@ -370,8 +432,8 @@ final class HdfsFileExchange {
   }
 
   /**
-   * Reads the next record into {@code entry} (key, then value or null for a removal); false at
-   * the end marker.
+   * Reads the next record into {@code entry} (key, then value or null for a removal); false at the
+   * end marker.
    */
   private static boolean readEntry(DataInputStream in, Path file, byte[][] entry)
       throws IOException {
@@ -407,8 +469,8 @@ final class HdfsFileExchange {
   }
 
   /**
-   * Staged files are read once by this job: on a local disk they skip Hadoop's checksum side
-   * files (a CRC per 512 bytes written and read again).
+   * Staged files are read once by this job: on a local disk they skip Hadoop's checksum side files
+   * (a CRC per 512 bytes written and read again).
    */
   private static FileSystem withoutChecksumFiles(FileSystem fs) {
     return fs instanceof LocalFileSystem local ? local.getRaw() : fs;
@@ -418,8 +480,10 @@ final class HdfsFileExchange {
   private static final class Splitter {
     private final StateStores.KeyPlacement placement;
     private final PlacementCheck check;
+
     /** Where the keys come from, for a misplaced key's error: the deltas, then the snapshot. */
     DeltaChain deltas;
+
     Path source;
     private final int firstTarget;
     private final FileSystem stagingFs;
@@ -434,9 +498,16 @@ final class HdfsFileExchange {
     long totalRows;
     long totalBytes;
 
-    Splitter(StoreSpec spec, StateStores.KeyPlacement placement, PlacementCheck check,
-        int firstTarget, int newPartitions, FileSystem stagingFs, Path stagingDir,
-        CompressionCodec codec, String fileStem) {
+    Splitter(
+        StoreSpec spec,
+        StateStores.KeyPlacement placement,
+        PlacementCheck check,
+        int firstTarget,
+        int newPartitions,
+        FileSystem stagingFs,
+        Path stagingDir,
+        CompressionCodec codec,
+        String fileStem) {
       this.firstTarget = firstTarget;
       this.stagingFs = stagingFs;
       this.stagingDir = stagingDir;
@@ -461,8 +532,9 @@ final class HdfsFileExchange {
       emit(key, 0, key.length, value, 0, value.length);
     }
 
-    private void emit(byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset,
-        int valueLength) throws IOException {
+    private void emit(
+        byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset, int valueLength)
+        throws IOException {
       keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
       int hash = placement.hash(keyRow);
       if (check != null && check.misplaced(hash)) {
@@ -487,9 +559,13 @@ final class HdfsFileExchange {
         if (writers[p] != null) {
           writers[p].close();
           writers[p] = null;
-          staged.add(new StateRedistributionJob.StagedFile(firstTarget + p,
-              stagingFs.makeQualified(paths[p]).toString(), rows[p], bytes[p],
-              stagingFs.getFileStatus(paths[p]).getLen()));
+          staged.add(
+              new StateRedistributionJob.StagedFile(
+                  firstTarget + p,
+                  stagingFs.makeQualified(paths[p]).toString(),
+                  rows[p],
+                  bytes[p],
+                  stagingFs.getFileStatus(paths[p]).getLen()));
         }
       }
       return staged;

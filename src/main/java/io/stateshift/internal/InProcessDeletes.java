@@ -8,13 +8,13 @@ import org.apache.spark.util.TaskCompletionListener;
  * Spark's recursive delete without a process per call, while stateshift's tasks run.
  *
  * <p>On Unix, Spark's {@code JavaUtils.deleteRecursively} forks {@code rm -rf} for every folder it
- * removes, and its RocksDB provider removes several per instance (the local working folder on
- * load, the checkpoint folder before each snapshot, everything on close): 234 processes in a
- * 200k-row join's repartition, after {@link ForklessLocalFileSystem} removed Hadoop's. Its Java
- * path, Spark's own fallback (and the only path on Windows), deletes the same files in-process
- * and likewise does not follow symbolic links. The choice hangs on one public flag, {@code
- * JavaUtils.isUnix}, which nothing else reads: it is off while at least one stateshift task runs
- * in this JVM and restored when the last one ends. Other work in the same JVM meanwhile deletes
+ * removes, and its RocksDB provider removes several per instance (the local working folder on load,
+ * the checkpoint folder before each snapshot, everything on close): 234 processes in a 200k-row
+ * join's repartition, after {@link ForklessLocalFileSystem} removed Hadoop's. Its Java path,
+ * Spark's own fallback (and the only path on Windows), deletes the same files in-process and
+ * likewise does not follow symbolic links. The choice hangs on one public flag, {@code
+ * JavaUtils.isUnix}, which nothing else reads: it is off while at least one stateshift task runs in
+ * this JVM and restored when the last one ends. Other work in the same JVM meanwhile deletes
  * through the Java path too, with the same result. {@value #CONF} = false keeps the processes.
  */
 final class InProcessDeletes {
@@ -22,8 +22,10 @@ final class InProcessDeletes {
   static final String CONF = "spark.stateshift.inProcessDeletes";
 
   private static final Object LOCK = new Object();
+
   /** False where the flag is missing or final (another Spark version): the processes stay. */
   private static final boolean SWITCHABLE = flagCanBeSet();
+
   private static int tasksUsing;
   private static boolean flagBefore;
 

@@ -40,8 +40,10 @@ final class JobProgress extends SparkListener implements AutoCloseable {
 
   @Override
   public void onJobStart(SparkListenerJobStart jobStart) {
-    String group = jobStart.properties() == null
-        ? null : jobStart.properties().getProperty("spark.jobGroup.id");
+    String group =
+        jobStart.properties() == null
+            ? null
+            : jobStart.properties().getProperty("spark.jobGroup.id");
     if (!jobGroup.equals(group)) {
       return;
     }
@@ -51,7 +53,8 @@ final class JobProgress extends SparkListener implements AutoCloseable {
     }
     for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
       boolean first = stage.stageId() == lowest && jobStart.stageInfos().size() > 1;
-      stageNames.put(stage.stageId(), first ? "reading state partitions" : "writing state partitions");
+      stageNames.put(
+          stage.stageId(), first ? "reading state partitions" : "writing state partitions");
       stageTotals.put(stage.stageId(), stage.numTasks());
       stageDone.put(stage.stageId(), new AtomicInteger());
     }
@@ -81,9 +84,9 @@ final class JobProgress extends SparkListener implements AutoCloseable {
   }
 
   /**
-   * After a failed job: cancels the rest of the group and returns once none of its tasks runs
-   * any more (a task started is counted once the listener bus has delivered its start). Returns
-   * false if some still ran after {@value #DRAIN_MS} ms.
+   * After a failed job: cancels the rest of the group and returns once none of its tasks runs any
+   * more (a task started is counted once the listener bus has delivered its start). Returns false
+   * if some still ran after {@value #DRAIN_MS} ms.
    */
   boolean cancelAndAwaitTasks() {
     spark.sparkContext().cancelJobGroup(jobGroup);

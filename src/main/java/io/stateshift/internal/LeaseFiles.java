@@ -22,19 +22,20 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 
 /**
- * The small files that lock a checkpoint ({@code _stateshift/lock}, {@code _stateshift/query-lease})
- * and the one primitive they need from the store: create a file only if none is there, as one
- * atomic step. Hadoop's {@code create(path, false)} is that on HDFS, but not everywhere:
+ * The small files that lock a checkpoint ({@code _stateshift/lock}, {@code
+ * _stateshift/query-lease}) and the one primitive they need from the store: create a file only if
+ * none is there, as one atomic step. Hadoop's {@code create(path, false)} is that on HDFS, but not
+ * everywhere:
  *
  * <ul>
  *   <li>the local file system checks, then opens: a hard link of a fully written temporary file
  *       ({@code link(2)}, which fails if the name exists) is used instead;
- *   <li>S3A's {@code create} is a HEAD then an unconditional PUT; with
- *       {@code fs.s3a.create.conditional.enabled} (on by default since hadoop-aws 3.4.2) its
- *       {@code createFile()} builder takes {@code fs.option.create.conditional.overwrite}, a PUT
- *       with {@code If-None-Match: *} that the store refuses (412) when the object exists;
- *   <li>ABFS sends {@code If-None-Match: *} and the GCS connector a generation-0 precondition for
- *       a create without overwrite;
+ *   <li>S3A's {@code create} is a HEAD then an unconditional PUT; with {@code
+ *       fs.s3a.create.conditional.enabled} (on by default since hadoop-aws 3.4.2) its {@code
+ *       createFile()} builder takes {@code fs.option.create.conditional.overwrite}, a PUT with
+ *       {@code If-None-Match: *} that the store refuses (412) when the object exists;
+ *   <li>ABFS sends {@code If-None-Match: *} and the GCS connector a generation-0 precondition for a
+ *       create without overwrite;
  *   <li>any other store: no atomic create is known, and {@link Mode#UNSAFE} says so.
  * </ul>
  *
@@ -44,14 +45,19 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
 final class LeaseFiles {
   /** Hadoop's createFile() option for a create that fails when the file exists (hadoop 3.4.2+). */
   static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
+
   /** Extra schemes whose {@code create(path, false)} the user knows to be atomic. */
   static final String EXCLUSIVE_SCHEMES = "stateshift.lock.exclusiveCreateSchemes";
+
   private static final Set<String> ATOMIC_CREATE_SCHEMES =
       Set.of("hdfs", "webhdfs", "swebhdfs", "abfs", "abfss", "gs");
 
   /** How a file is created only if absent on this store. */
   enum Mode {
-    LOCAL_LINK, ATOMIC_CREATE, CONDITIONAL_PUT, UNSAFE
+    LOCAL_LINK,
+    ATOMIC_CREATE,
+    CONDITIONAL_PUT,
+    UNSAFE
   }
 
   /** A lease file's text and the store's modification time of it. */
@@ -66,8 +72,8 @@ final class LeaseFiles {
     }
     String scheme = files.root().toUri().getScheme();
     scheme = scheme == null ? "" : scheme.toLowerCase(Locale.ROOT);
-    if (ATOMIC_CREATE_SCHEMES.contains(scheme) || files.conf()
-        .getTrimmedStringCollection(EXCLUSIVE_SCHEMES).contains(scheme)) {
+    if (ATOMIC_CREATE_SCHEMES.contains(scheme)
+        || files.conf().getTrimmedStringCollection(EXCLUSIVE_SCHEMES).contains(scheme)) {
       return Mode.ATOMIC_CREATE;
     }
     try {
@@ -83,16 +89,25 @@ final class LeaseFiles {
   /** Why {@link Mode#UNSAFE} was chosen, and what the user can do: for refusals. */
   static String unsafeExplanation(CheckpointFiles files) {
     String scheme = files.root().toUri().getScheme();
-    String fix = "s3a".equals(scheme)
-        ? "S3A offers it (If-None-Match) from hadoop-aws 3.4.2 with "
-            + "fs.s3a.create.conditional.enabled=true (the default; pass --conf "
-            + "spark.hadoop.fs.s3a.create.conditional.enabled=true if it was turned off, and use a "
-            + "store that honours conditional writes)"
-        : "if this store's create without overwrite is atomic, name its scheme in --conf "
-            + "spark.hadoop." + EXCLUSIVE_SCHEMES + "=" + scheme;
-    return "the file system of " + files.root() + " (" + files.fs().getClass().getSimpleName()
+    String fix =
+        "s3a".equals(scheme)
+            ? "S3A offers it (If-None-Match) from hadoop-aws 3.4.2 with "
+                + "fs.s3a.create.conditional.enabled=true (the default; pass --conf "
+                + "spark.hadoop.fs.s3a.create.conditional.enabled=true if it was turned off, and use a "
+                + "store that honours conditional writes)"
+            : "if this store's create without overwrite is atomic, name its scheme in --conf "
+                + "spark.hadoop."
+                + EXCLUSIVE_SCHEMES
+                + "="
+                + scheme;
+    return "the file system of "
+        + files.root()
+        + " ("
+        + files.fs().getClass().getSimpleName()
         + ") offers no create-if-absent, so stateshift cannot lock the checkpoint against a "
-        + "second repartition or rollback running at the same time. " + capitalize(fix) + ".";
+        + "second repartition or rollback running at the same time. "
+        + capitalize(fix)
+        + ".";
   }
 
   private static String capitalize(String s) {
@@ -155,8 +170,8 @@ final class LeaseFiles {
    * half-written lock. Written through the raw local file system: no checksum side file.
    */
   private static boolean linkLocal(FileSystem fs, Path path, byte[] bytes) throws IOException {
-    FileSystem raw = fs instanceof ChecksumFileSystem checksummed
-        ? checksummed.getRawFileSystem() : fs;
+    FileSystem raw =
+        fs instanceof ChecksumFileSystem checksummed ? checksummed.getRawFileSystem() : fs;
     Path tmp = tmpBeside(path);
     raw.mkdirs(path.getParent());
     try {
@@ -170,8 +185,9 @@ final class LeaseFiles {
         return false;
       } catch (UnsupportedOperationException | FileSystemException e) {
         // no hard links here (some network file systems): an exclusive create, then the text
-        try (OutputStream out = Files.newOutputStream(target, StandardOpenOption.CREATE_NEW,
-            StandardOpenOption.WRITE)) {
+        try (OutputStream out =
+            Files.newOutputStream(
+                target, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
           out.write(bytes);
         } catch (java.nio.file.FileAlreadyExistsException exists) {
           return false;
@@ -184,24 +200,26 @@ final class LeaseFiles {
   }
 
   /**
-   * Replaces the file in one step where the store can: a rename over it on a local disk
-   * ({@code rename(2)}; Hadoop's local overwriting rename deletes first) and HDFS, one PUT on an
-   * object store (which readers see whole, old or new).
+   * Replaces the file in one step where the store can: a rename over it on a local disk ({@code
+   * rename(2)}; Hadoop's local overwriting rename deletes first) and HDFS, one PUT on an object
+   * store (which readers see whole, old or new).
    */
-  static void replace(CheckpointFiles files, Path path, String text, Mode mode)
-      throws IOException {
+  static void replace(CheckpointFiles files, Path path, String text, Mode mode) throws IOException {
     FileSystem fs = files.fs();
     byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
     if (mode == Mode.LOCAL_LINK) {
-      FileSystem raw = fs instanceof ChecksumFileSystem checksummed
-          ? checksummed.getRawFileSystem() : fs;
+      FileSystem raw =
+          fs instanceof ChecksumFileSystem checksummed ? checksummed.getRawFileSystem() : fs;
       Path tmp = tmpBeside(path);
       try {
         try (OutputStream out = raw.create(tmp, false)) {
           out.write(bytes);
         }
-        Files.move(localFile(fs, tmp).toPath(), localFile(fs, path).toPath(),
-            StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        Files.move(
+            localFile(fs, tmp).toPath(),
+            localFile(fs, path).toPath(),
+            StandardCopyOption.ATOMIC_MOVE,
+            StandardCopyOption.REPLACE_EXISTING);
       } finally {
         deleteQuietly(raw, tmp);
       }
@@ -232,9 +250,8 @@ final class LeaseFiles {
 
   /**
    * The store's time now: the modification time it gives a file written for the purpose (then
-   * deleted). Compared with the modification time of a lease file, it tells the lease's age
-   * without trusting either host's clock. Falls back to this host's clock when nothing can be
-   * written.
+   * deleted). Compared with the modification time of a lease file, it tells the lease's age without
+   * trusting either host's clock. Falls back to this host's clock when nothing can be written.
    */
   static long storeNow(CheckpointFiles files, Path dir) {
     FileSystem fs = files.fs();
@@ -256,7 +273,8 @@ final class LeaseFiles {
   }
 
   private static File localFile(FileSystem fs, Path path) {
-    return fs instanceof LocalFileSystem local ? local.pathToFile(path)
+    return fs instanceof LocalFileSystem local
+        ? local.pathToFile(path)
         : ((RawLocalFileSystem) fs).pathToFile(path);
   }
 

@@ -71,11 +71,14 @@ public final class MonitorMetrics implements Source {
       field.setAccessible(true);
       MetricRegistry sparkRegistry = (MetricRegistry) field.get(env.metricsSystem());
       Map<String, com.codahale.metrics.Metric> out = new java.util.TreeMap<>();
-      sparkRegistry.getMetrics().forEach((name, metric) -> {
-        if (name.contains("." + SOURCE_NAME + ".")) {
-          out.put(name, metric);
-        }
-      });
+      sparkRegistry
+          .getMetrics()
+          .forEach(
+              (name, metric) -> {
+                if (name.contains("." + SOURCE_NAME + ".")) {
+                  out.put(name, metric);
+                }
+              });
       return out;
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("Cannot read Spark's metrics registry", e);

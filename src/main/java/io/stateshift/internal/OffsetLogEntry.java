@@ -20,8 +20,8 @@ public final class OffsetLogEntry {
   static final String STRICT_DISTRIBUTION =
       "spark.sql.streaming.statefulOperator.useStrictDistribution";
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final ObjectMapper STRICT_JSON = new ObjectMapper()
-      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  private static final ObjectMapper STRICT_JSON =
+      new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   private final String versionLine;
   private final ObjectNode metadata;
@@ -44,12 +44,16 @@ public final class OffsetLogEntry {
     }
     String versionLine = text.substring(0, firstBreak);
     if (!versionLine.equals("v1") && !versionLine.equals("v2")) {
-      throw new IllegalArgumentException("unknown offset log version '" + versionLine
-          + "' (this stateshift reads v1 and v2, written by Spark 3.x and 4.x)");
+      throw new IllegalArgumentException(
+          "unknown offset log version '"
+              + versionLine
+              + "' (this stateshift reads v1 and v2, written by Spark 3.x and 4.x)");
     }
     int secondBreak = text.indexOf('\n', firstBreak + 1);
-    String metadataLine = secondBreak < 0
-        ? text.substring(firstBreak + 1) : text.substring(firstBreak + 1, secondBreak);
+    String metadataLine =
+        secondBreak < 0
+            ? text.substring(firstBreak + 1)
+            : text.substring(firstBreak + 1, secondBreak);
     String offsets = secondBreak < 0 ? "" : text.substring(secondBreak);
     JsonNode node;
     try {
@@ -66,8 +70,8 @@ public final class OffsetLogEntry {
 
   /**
    * The source offsets are copied verbatim into the repartition batch, so a damaged line would be
-   * copied too and stop the restarted query: every source's line must be what Spark reads back,
-   * "-" (no offset yet) or the source's JSON offset; in v2 prefixed by "sourceId:".
+   * copied too and stop the restarted query: every source's line must be what Spark reads back, "-"
+   * (no offset yet) or the source's JSON offset; in v2 prefixed by "sourceId:".
    */
   private static void checkSourceOffsets(String versionLine, String offsets) {
     // offsets is empty or starts with the line break that ends the metadata line
@@ -79,8 +83,8 @@ public final class OffsetLogEntry {
       lines.remove(lines.size() - 1); // one trailing line break, as Spark's line reader allows
     }
     if (lines.isEmpty()) {
-      throw new IllegalArgumentException("it has no source offsets after its metadata line (the "
-          + "file is truncated)");
+      throw new IllegalArgumentException(
+          "it has no source offsets after its metadata line (the " + "file is truncated)");
     }
     for (int i = 0; i < lines.size(); i++) {
       String line = lines.get(i);
@@ -88,9 +92,11 @@ public final class OffsetLogEntry {
       if (versionLine.equals("v2")) {
         int colon = line.indexOf(':');
         if (colon < 0) {
-          throw new IllegalArgumentException("its source offset on line " + lineNumber
-              + " lacks the 'sourceId:' prefix of the v2 format (the file is truncated or "
-              + "damaged)");
+          throw new IllegalArgumentException(
+              "its source offset on line "
+                  + lineNumber
+                  + " lacks the 'sourceId:' prefix of the v2 format (the file is truncated or "
+                  + "damaged)");
         }
         line = line.substring(colon + 1);
       }
@@ -103,8 +109,10 @@ public final class OffsetLogEntry {
           throw new IllegalArgumentException();
         }
       } catch (Exception e) {
-        throw new IllegalArgumentException("its source offset on line " + lineNumber
-            + " is not valid JSON (the file is truncated or damaged)");
+        throw new IllegalArgumentException(
+            "its source offset on line "
+                + lineNumber
+                + " is not valid JSON (the file is truncated or damaged)");
       }
     }
   }

@@ -25,12 +25,14 @@ import org.slf4j.LoggerFactory;
 public final class OnDemandRepartition extends StreamingQueryListener {
   public static final String STATE_PARTITIONS = "spark.sql.streaming.stateStore.partitions";
   public static final String PROGRESS_KEY = "controlBatch.REPARTITION";
-  static final String INTERNAL_STATE_PARTITIONS = "spark.sql.streaming.internal.stateStore.partitions";
+  static final String INTERNAL_STATE_PARTITIONS =
+      "spark.sql.streaming.internal.stateStore.partitions";
   private static final Logger LOG = LoggerFactory.getLogger(OnDemandRepartition.class);
   private static final Map<SparkSession, OnDemandRepartition> INSTALLED = new WeakHashMap<>();
   private static final Map<UUID, RepartitionResult> LAST_BY_QUERY = new ConcurrentHashMap<>();
 
   private final SparkSession session;
+
   /** A repartition time to report in the first progress of a run after {@code afterBatch}. */
   private record Unreported(long millis, long afterBatch) {}
 
@@ -64,22 +66,30 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     }
     String wanted = session.conf().get(STATE_PARTITIONS, null);
     try {
-      CheckpointFiles files = CheckpointFiles.at(execution.resolvedCheckpointRoot(),
-          SessionSettings.hadoopConf(session));
+      CheckpointFiles files =
+          CheckpointFiles.at(
+              execution.resolvedCheckpointRoot(), SessionSettings.hadoopConf(session));
       // Held while the query runs, so repartitions in other processes see it (released at the end).
       QueryLease.take(files, event.id(), event.runId(), execution::isActive);
       Optional<String> sinkLog = recordAndRepairFileSink(execution, files);
       if (wanted == null || wanted.isBlank()) {
         // Not asked to repartition, but never start on a half-switched layout.
-        new RepartitionRunner(session, files.root().toString(), 1,
-            message -> LOG.info("stateshift: {}", message), event.id()).recoverInterrupted()
+        new RepartitionRunner(
+                session,
+                files.root().toString(),
+                1,
+                message -> LOG.info("stateshift: {}", message),
+                event.id())
+            .recoverInterrupted()
             .ifPresent(done -> LOG.warn("Interrupted repartition of {}: {}", files.root(), done));
         return;
       }
       int partitions = parse(wanted);
       // A new checkpoint takes its count from this internal setting (absent an offset log).
-      execution.sparkSessionForStream().conf().set(INTERNAL_STATE_PARTITIONS,
-          Integer.toString(partitions));
+      execution
+          .sparkSessionForStream()
+          .conf()
+          .set(INTERNAL_STATE_PARTITIONS, Integer.toString(partitions));
       Checkpoint checkpoint = Checkpoint.load(files);
       boolean interrupted = RepartitionJournal.read(files).isPresent();
       if (checkpoint.lastPlannedBatch() < 0 && !interrupted) {
@@ -93,8 +103,13 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       if (current == partitions && !interrupted) {
         return;
       }
-      LOG.info("Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
-          event.id(), files.root(), current, STATE_PARTITIONS, partitions);
+      LOG.info(
+          "Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
+          event.id(),
+          files.root(),
+          current,
+          STATE_PARTITIONS,
+          partitions);
       boolean pending = planned > checkpoint.lastCommittedBatch() && !interrupted;
       if (!interrupted) {
         // Refuse now, before any batch runs or any state moves, what would be refused later.
@@ -111,20 +126,34 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       throw new QueryStartRefused(e);
     } catch (RuntimeException e) {
       QueryLease.release(event.runId());
-      throw new QueryStartRefused(new StateShiftException(Reason.FAILED,
-          "On-demand repartition failed: " + e.getMessage(), e));
+      throw new QueryStartRefused(
+          new StateShiftException(
+              Reason.FAILED, "On-demand repartition failed: " + e.getMessage(), e));
     }
   }
 
-  private void repartition(QueryStartedEvent event, CheckpointFiles files, int partitions,
-      long afterBatch, Optional<String> sinkLog) {
-    RepartitionResult result = new RepartitionRunner(session, files.root().toString(),
-        partitions, message -> LOG.info("stateshift: {}", message), event.id())
-        .fileSink(sinkLog.orElse(null)).execute();
+  private void repartition(
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      int partitions,
+      long afterBatch,
+      Optional<String> sinkLog) {
+    RepartitionResult result =
+        new RepartitionRunner(
+                session,
+                files.root().toString(),
+                partitions,
+                message -> LOG.info("stateshift: {}", message),
+                event.id())
+            .fileSink(sinkLog.orElse(null))
+            .execute();
     LAST_BY_QUERY.put(event.id(), result);
     unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
-    LOG.info("State repartition of query {} completed in {} ms: {}", event.id(),
-        result.totalMillis(), result);
+    LOG.info(
+        "State repartition of query {} completed in {} ms: {}",
+        event.id(),
+        result.totalMillis(),
+        result);
   }
 
   /**
@@ -132,18 +161,29 @@ public final class OnDemandRepartition extends StreamingQueryListener {
    * the query's trigger executor is wrapped so that it runs that batch, then the repartition, then
    * continues as the query would after a restart.
    */
-  private void runPendingBatchFirst(StreamExecution execution, QueryStartedEvent event,
-      CheckpointFiles files, int partitions, long pendingBatch, Optional<String> sinkLog) {
+  private void runPendingBatchFirst(
+      StreamExecution execution,
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      int partitions,
+      long pendingBatch,
+      Optional<String> sinkLog) {
     if (!(execution instanceof MicroBatchExecution microBatch)) {
-      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
-          "Query " + event.id() + " does not run in micro-batches; on-demand repartitioning "
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Query "
+              + event.id()
+              + " does not run in micro-batches; on-demand repartitioning "
               + "needs a micro-batch query.");
     }
-    LOG.info("Batch {} was planned but not committed: it runs first with the old layout.",
-        pendingBatch);
+    LOG.info(
+        "Batch {} was planned but not committed: it runs first with the old layout.", pendingBatch);
     logicalPlan(microBatch); // creates the trigger executor, so it can be wrapped
-    microBatch.triggerExecutor_$eq(new PendingBatchFirst(microBatch, microBatch.triggerExecutor(),
-        () -> repartition(event, files, partitions, pendingBatch, sinkLog)));
+    microBatch.triggerExecutor_$eq(
+        new PendingBatchFirst(
+            microBatch,
+            microBatch.triggerExecutor(),
+            () -> repartition(event, files, partitions, pendingBatch, sinkLog)));
   }
 
   /**
@@ -151,14 +191,14 @@ public final class OnDemandRepartition extends StreamingQueryListener {
    * log the entries of earlier repartition batches it lacks (left by a repartition that did not
    * know the sink, or by Spark's built-in runner) before the sink writes again.
    */
-  private Optional<String> recordAndRepairFileSink(StreamExecution execution,
-      CheckpointFiles files) {
+  private Optional<String> recordAndRepairFileSink(
+      StreamExecution execution, CheckpointFiles files) {
     Optional<String> location = FileSinkLog.ofQuery(execution);
     if (location.isEmpty()) {
       return location;
     }
-    FileSinkLog log = FileSinkLog.at(execution.sparkSessionForStream(), location.get(),
-        files.conf());
+    FileSinkLog log =
+        FileSinkLog.at(execution.sparkSessionForStream(), location.get(), files.conf());
     FileSinkRecord.write(files, log.location());
     if (files.exists(files.path("commits"))) {
       Checkpoint checkpoint = Checkpoint.load(files);
@@ -166,8 +206,10 @@ public final class OnDemandRepartition extends StreamingQueryListener {
         for (SinkLogGaps.Gap gap : SinkLogGaps.find(checkpoint, log)) {
           if (gap.fillable()) {
             log.addEmpty(gap.batchId());
-            LOG.warn("File sink log {}: added the missing entry of repartition batch {}.",
-                log.location(), gap.batchId());
+            LOG.warn(
+                "File sink log {}: added the missing entry of repartition batch {}.",
+                log.location(),
+                gap.batchId());
           } else {
             LOG.warn("File sink log {}: {}", log.location(), gap.explanation());
           }
@@ -203,9 +245,11 @@ public final class OnDemandRepartition extends StreamingQueryListener {
    */
   private static org.apache.spark.sql.catalyst.plans.logical.LogicalPlan logicalPlan(
       StreamExecution execution) {
-    return execution.sparkSessionForStream().withActive(
-        (scala.Function0<org.apache.spark.sql.catalyst.plans.logical.LogicalPlan>)
-            execution::logicalPlan);
+    return execution
+        .sparkSessionForStream()
+        .withActive(
+            (scala.Function0<org.apache.spark.sql.catalyst.plans.logical.LogicalPlan>)
+                execution::logicalPlan);
   }
 
   private StreamExecution execution(UUID queryId) {
@@ -222,8 +266,12 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     } catch (NumberFormatException ignored) {
       // reported below
     }
-    throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
-        STATE_PARTITIONS + "=" + value + " is not a partition count; set it to a whole number of "
+    throw new StateShiftException(
+        Reason.INVALID_PARTITION_COUNT,
+        STATE_PARTITIONS
+            + "="
+            + value
+            + " is not a partition count; set it to a whole number of "
             + "at least 1.");
   }
 

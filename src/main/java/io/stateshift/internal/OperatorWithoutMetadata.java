@@ -12,24 +12,25 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * An operator of a checkpoint written before Spark 4.0, which has no operator metadata
- * ({@code state/<op>/_metadata}), told from what the checkpoint does hold: its store folders and
- * the state schema file of partition 0.
+ * An operator of a checkpoint written before Spark 4.0, which has no operator metadata ({@code
+ * state/<op>/_metadata}), told from what the checkpoint does hold: its store folders and the state
+ * schema file of partition 0.
  *
- * <p>Only what decides where a key belongs matters for a repartition. Every operator Spark 3.5
- * has places its state by the whole state key, except three, each recognisable for sure:
- * stream-stream joins (four named stores), session windows (the key ends with the
- * {@code session_window} column Spark's analyzer always names so; placed by the key without it)
- * and streaming {@code limit} (a key with no data, all in partition 0). Those are refused with the
- * fix; for the rest the kind is told from the value schema Spark's operators use (deduplication's
- * {@code __dummy__}, dropDuplicatesWithinWatermark's {@code expiresAtMicros},
- * flatMapGroupsWithState's {@code timeoutTimestamp}; otherwise an aggregation). The repartition
- * also checks, key by key, that the state it reads sits where this placement says
- * ({@link StateRedistributionJob}), so a wrong guess stops it before anything changes.
+ * <p>Only what decides where a key belongs matters for a repartition. Every operator Spark 3.5 has
+ * places its state by the whole state key, except three, each recognisable for sure: stream-stream
+ * joins (four named stores), session windows (the key ends with the {@code session_window} column
+ * Spark's analyzer always names so; placed by the key without it) and streaming {@code limit} (a
+ * key with no data, all in partition 0). Those are refused with the fix; for the rest the kind is
+ * told from the value schema Spark's operators use (deduplication's {@code __dummy__},
+ * dropDuplicatesWithinWatermark's {@code expiresAtMicros}, flatMapGroupsWithState's {@code
+ * timeoutTimestamp}; otherwise an aggregation). The repartition also checks, key by key, that the
+ * state it reads sits where this placement says ({@link StateRedistributionJob}), so a wrong guess
+ * stops it before anything changes.
  */
 final class OperatorWithoutMetadata {
   /** {@link StatefulOperator#metadataVersion()} of an operator derived this way. */
   static final int DERIVED = 0;
+
   private static final Set<String> ROCKSDB_FOLDERS = Set.of("SSTs", "logs", "_metadata");
 
   private OperatorWithoutMetadata() {}
@@ -44,39 +45,51 @@ final class OperatorWithoutMetadata {
       }
     }
     if (!namedStores.isEmpty()) {
-      throw refuse(files, operatorId, "it keeps its state in the named stores " + namedStores
-          + " (a stream-stream join)");
+      throw refuse(
+          files,
+          operatorId,
+          "it keeps its state in the named stores " + namedStores + " (a stream-stream join)");
     }
     StateStoreColFamilySchema schema =
         StateLayout.readSchema(files, operatorId, StateStores.DEFAULT_COLUMN_FAMILY);
     StructType key = schema.keySchema();
     StructType value = schema.valueSchema();
     if (key.getFieldIndex("session_window").isDefined()) {
-      throw refuse(files, operatorId, "its state key has a session_window column (a session "
-          + "window, whose state is placed by part of the key)");
+      throw refuse(
+          files,
+          operatorId,
+          "its state key has a session_window column (a session "
+              + "window, whose state is placed by part of the key)");
     }
     boolean keyHasData = false;
     for (StructField field : key.fields()) {
       keyHasData |= !(field.dataType() instanceof org.apache.spark.sql.types.NullType);
     }
     if (!keyHasData) {
-      throw refuse(files, operatorId, "its state key holds no data (a streaming limit, whose "
-          + "state lives in one partition)");
+      throw refuse(
+          files,
+          operatorId,
+          "its state key holds no data (a streaming limit, whose "
+              + "state lives in one partition)");
     }
     String name;
-    if (value.fields().length == 1 && value.fields()[0].name().equals("__dummy__")
+    if (value.fields().length == 1
+        && value.fields()[0].name().equals("__dummy__")
         && value.fields()[0].dataType().equals(NullType$.MODULE$)) {
       name = "dedupe";
-    } else if (value.fields().length == 1
-        && value.fields()[0].name().equals("expiresAtMicros")) {
+    } else if (value.fields().length == 1 && value.fields()[0].name().equals("expiresAtMicros")) {
       name = "dedupeWithinWatermark";
     } else if (value.getFieldIndex("timeoutTimestamp").isDefined()) {
       name = "flatMapGroupsWithState";
     } else {
       name = "stateStoreSave";
     }
-    return new StatefulOperator(operatorId, name,
-        List.of(new StatefulOperator.Store(StateStores.DEFAULT_COLUMN_FAMILY, 0)), -1, DERIVED);
+    return new StatefulOperator(
+        operatorId,
+        name,
+        List.of(new StatefulOperator.Store(StateStores.DEFAULT_COLUMN_FAMILY, 0)),
+        -1,
+        DERIVED);
   }
 
   static StateShiftException refuse(CheckpointFiles files, long operatorId, String why) {
@@ -84,10 +97,19 @@ final class OperatorWithoutMetadata {
   }
 
   static StateShiftException refuse(String checkpoint, long operatorId, String why) {
-    return new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
-        "Operator " + operatorId + " of checkpoint " + checkpoint + " has no operator metadata "
-            + "(state/" + operatorId + "/_metadata; checkpoints written before Spark 4.0 lack it) "
-            + "and " + why + ", so where its keys belong cannot be told from the checkpoint. Run "
+    return new StateShiftException(
+        Reason.UNSUPPORTED_CHECKPOINT,
+        "Operator "
+            + operatorId
+            + " of checkpoint "
+            + checkpoint
+            + " has no operator metadata "
+            + "(state/"
+            + operatorId
+            + "/_metadata; checkpoints written before Spark 4.0 lack it) "
+            + "and "
+            + why
+            + ", so where its keys belong cannot be told from the checkpoint. Run "
             + "the query for one batch on Spark 4.2 (which writes the metadata), stop it, then "
             + "repartition. The checkpoint was not changed.");
   }

@@ -54,8 +54,10 @@ final class PartitionHash {
 
   private final int[] kinds;
   private final boolean[] nullable;
+
   /** For a struct column: the hash of its fields, and a row reused to read them in place. */
   private final PartitionHash[] nested;
+
   private final UnsafeRow[] nestedRows;
 
   private PartitionHash(int[] kinds, boolean[] nullable, PartitionHash[] nested) {
@@ -107,7 +109,8 @@ final class PartitionHash {
     if (type instanceof IntegerType || type instanceof DateType) {
       return INT;
     }
-    if (type instanceof LongType || type instanceof TimestampType
+    if (type instanceof LongType
+        || type instanceof TimestampType
         || type instanceof TimestampNTZType) {
       return LONG;
     }
@@ -165,25 +168,29 @@ final class PartitionHash {
     if (row instanceof UnsafeRow unsafe) {
       // the bytes where they lie, as UnsafeRow.getUTF8String and getBinary point at them
       long offsetAndSize = unsafe.getLong(i);
-      return Murmur3_x86_32.hashUnsafeBytes(unsafe.getBaseObject(),
-          unsafe.getBaseOffset() + (int) (offsetAndSize >> 32), (int) offsetAndSize, hash);
+      return Murmur3_x86_32.hashUnsafeBytes(
+          unsafe.getBaseObject(),
+          unsafe.getBaseOffset() + (int) (offsetAndSize >> 32),
+          (int) offsetAndSize,
+          hash);
     }
     if (binary) {
       byte[] bytes = row.getBinary(i);
-      return Murmur3_x86_32.hashUnsafeBytes(bytes, Platform.BYTE_ARRAY_OFFSET, bytes.length,
-          hash);
+      return Murmur3_x86_32.hashUnsafeBytes(bytes, Platform.BYTE_ARRAY_OFFSET, bytes.length, hash);
     }
     UTF8String string = row.getUTF8String(i);
-    return Murmur3_x86_32.hashUnsafeBytes(string.getBaseObject(), string.getBaseOffset(),
-        string.numBytes(), hash);
+    return Murmur3_x86_32.hashUnsafeBytes(
+        string.getBaseObject(), string.getBaseOffset(), string.numBytes(), hash);
   }
 
   private InternalRow structAt(InternalRow row, int i) {
     if (row instanceof UnsafeRow unsafe) {
       long offsetAndSize = unsafe.getLong(i);
       UnsafeRow struct = nestedRows[i];
-      struct.pointTo(unsafe.getBaseObject(),
-          unsafe.getBaseOffset() + (int) (offsetAndSize >> 32), (int) offsetAndSize);
+      struct.pointTo(
+          unsafe.getBaseObject(),
+          unsafe.getBaseOffset() + (int) (offsetAndSize >> 32),
+          (int) offsetAndSize);
       return struct;
     }
     return row.getStruct(i, nested[i].kinds.length);

@@ -18,8 +18,7 @@ final class PendingBatchFirst implements TriggerExecutor {
   private final Runnable repartition;
   private MicroBatchExecutionContext next;
 
-  PendingBatchFirst(MicroBatchExecution execution, TriggerExecutor original,
-      Runnable repartition) {
+  PendingBatchFirst(MicroBatchExecution execution, TriggerExecutor original, Runnable repartition) {
     this.execution = execution;
     this.original = original;
     this.repartition = repartition;
@@ -40,19 +39,25 @@ final class PendingBatchFirst implements TriggerExecutor {
     original.execute(batchRunner);
   }
 
-  /** The query's own start-up step: read the offset and commit logs again, now in the new layout. */
+  /**
+   * The query's own start-up step: read the offset and commit logs again, now in the new layout.
+   */
   private MicroBatchExecutionContext reinitialize() {
     try {
-      Method init = MicroBatchExecution.class.getDeclaredMethod("initializeExecution",
-          org.apache.spark.sql.classic.SparkSession.class);
+      Method init =
+          MicroBatchExecution.class.getDeclaredMethod(
+              "initializeExecution", org.apache.spark.sql.classic.SparkSession.class);
       init.setAccessible(true);
-      return (MicroBatchExecutionContext) init.invoke(execution,
-          execution.sparkSessionForStream());
+      return (MicroBatchExecutionContext) init.invoke(execution, execution.sparkSessionForStream());
     } catch (java.lang.reflect.InvocationTargetException e) {
-      throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+      throw e.getCause() instanceof RuntimeException r
+          ? r
+          : new IllegalStateException(e.getCause());
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("This Spark version's MicroBatchExecution has no "
-          + "initializeExecution(SparkSession); stateshift's on-demand path needs updating.", e);
+      throw new IllegalStateException(
+          "This Spark version's MicroBatchExecution has no "
+              + "initializeExecution(SparkSession); stateshift's on-demand path needs updating.",
+          e);
     }
   }
 
@@ -63,7 +68,8 @@ final class PendingBatchFirst implements TriggerExecutor {
   }
 
   @Override
-  public MicroBatchExecutionContext org$apache$spark$sql$execution$streaming$runtime$TriggerExecutor$$execCtx() {
+  public MicroBatchExecutionContext
+      org$apache$spark$sql$execution$streaming$runtime$TriggerExecutor$$execCtx() {
     return next;
   }
 

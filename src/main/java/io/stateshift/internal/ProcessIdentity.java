@@ -6,12 +6,12 @@ import java.nio.file.Path;
 import java.util.Optional;
 
 /**
- * Who holds a lock or lease, precisely enough to prove from the same host that the holder is
- * dead. A pid alone is not enough: pids are reused, and containers on one host repeat them (and
- * often the host name). So the record also carries the process's start time and a host key made
- * of the host name, the kernel's boot id and the pid namespace: a reader with the same host key
- * sees the same processes, and a holder whose pid is gone, or now belongs to a process that
- * started at another time, is dead.
+ * Who holds a lock or lease, precisely enough to prove from the same host that the holder is dead.
+ * A pid alone is not enough: pids are reused, and containers on one host repeat them (and often the
+ * host name). So the record also carries the process's start time and a host key made of the host
+ * name, the kernel's boot id and the pid namespace: a reader with the same host key sees the same
+ * processes, and a holder whose pid is gone, or now belongs to a process that started at another
+ * time, is dead.
  */
 public record ProcessIdentity(long pid, String host, String hostKey, long startMs) {
 
@@ -28,8 +28,8 @@ public record ProcessIdentity(long pid, String host, String hostKey, long startM
 
   /**
    * True only when this process can see the holder's processes (same host key) and the holder's
-   * process is gone or is another process now. Unknown fields (an older record, a platform
-   * without start times) never prove anything.
+   * process is gone or is another process now. Unknown fields (an older record, a platform without
+   * start times) never prove anything.
    */
   public static boolean provenDead(long pid, String hostKey, long startMs) {
     if (pid <= 0 || hostKey == null || !hostKey.equals(CURRENT.hostKey)) {

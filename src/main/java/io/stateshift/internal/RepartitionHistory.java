@@ -8,8 +8,8 @@ import org.apache.hadoop.fs.Path;
 
 /**
  * Completed repartitions, one JSON file each under {@code _stateshift/history/}: what rollback and
- * verify need (counts before, the files the switch created, the metadata it replaced, where
- * dropped partitions went). A rolled-back record is renamed to {@code .rolledback}.
+ * verify need (counts before, the files the switch created, the metadata it replaced, where dropped
+ * partitions went). A rolled-back record is renamed to {@code .rolledback}.
  */
 final class RepartitionHistory {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -18,8 +18,13 @@ final class RepartitionHistory {
   private RepartitionHistory() {}
 
   static Path path(CheckpointFiles files, RepartitionJournal journal) {
-    return files.path(RepartitionJournal.DIR + "/history/" + journal.newBatch() + "-"
-        + journal.attemptId() + SUFFIX);
+    return files.path(
+        RepartitionJournal.DIR
+            + "/history/"
+            + journal.newBatch()
+            + "-"
+            + journal.attemptId()
+            + SUFFIX);
   }
 
   static void record(CheckpointFiles files, RepartitionJournal journal) {
@@ -48,8 +53,9 @@ final class RepartitionHistory {
         .map(FileStatus::getPath)
         .filter(p -> p.getName().endsWith(SUFFIX) || p.getName().endsWith(SUFFIX + ".rolledback"))
         .map(p -> new Entry(read(files, p), !p.getName().endsWith(SUFFIX)))
-        .sorted(Comparator.comparingLong((Entry e) -> e.journal().newBatch())
-            .thenComparingLong(e -> e.journal().startedAtMs()))
+        .sorted(
+            Comparator.comparingLong((Entry e) -> e.journal().newBatch())
+                .thenComparingLong(e -> e.journal().startedAtMs()))
         .toList();
   }
 

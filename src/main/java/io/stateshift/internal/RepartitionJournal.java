@@ -25,8 +25,8 @@ public record RepartitionJournal(
     java.util.List<String> fileSinkLogs) {
 
   /**
-   * The logs of the file sinks that get an empty entry for the new batch (absent in records
-   * written before file sinks were tracked).
+   * The logs of the file sinks that get an empty entry for the new batch (absent in records written
+   * before file sinks were tracked).
    */
   public RepartitionJournal {
     fileSinkLogs = fileSinkLogs == null ? java.util.List.of() : java.util.List.copyOf(fileSinkLogs);
@@ -61,31 +61,70 @@ public record RepartitionJournal(
 
   /** Where partition folders dropped by a decrease go: the backup location, or the attempt's. */
   Path retiredDir(CheckpointFiles files) {
-    return retiredRoot != null ? new Path(retiredRoot, attemptId)
+    return retiredRoot != null
+        ? new Path(retiredRoot, attemptId)
         : new Path(attemptDir(files, attemptId), "retired");
   }
 
-  static RepartitionJournal start(int from, int to, long baseBatch, String retiredRoot,
-      java.util.List<String> fileSinkLogs) {
-    return new RepartitionJournal(java.util.UUID.randomUUID().toString(), Phase.STAGING, from, to,
-        baseBatch, baseBatch + 1, System.currentTimeMillis(), java.util.Map.of(),
-        java.util.List.of(), java.util.Map.of(), retiredRoot, null, fileSinkLogs);
+  static RepartitionJournal start(
+      int from, int to, long baseBatch, String retiredRoot, java.util.List<String> fileSinkLogs) {
+    return new RepartitionJournal(
+        java.util.UUID.randomUUID().toString(),
+        Phase.STAGING,
+        from,
+        to,
+        baseBatch,
+        baseBatch + 1,
+        System.currentTimeMillis(),
+        java.util.Map.of(),
+        java.util.List.of(),
+        java.util.Map.of(),
+        retiredRoot,
+        null,
+        fileSinkLogs);
   }
 
   RepartitionJournal withPhase(Phase next) {
-    return new RepartitionJournal(attemptId, next, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rowsBefore, newFiles, replacedMetadata, retiredRoot, newCommit, fileSinkLogs);
+    return new RepartitionJournal(
+        attemptId,
+        next,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rowsBefore,
+        newFiles,
+        replacedMetadata,
+        retiredRoot,
+        newCommit,
+        fileSinkLogs);
   }
 
   /**
-   * What the switch will change, recorded before it starts so a rollback can undo it; with
-   * {@code commit}, the exact text of commits/N+1 (state checkpoint format v2, where it names the
-   * new state versions' unique ids; null means a copy of commits/N).
+   * What the switch will change, recorded before it starts so a rollback can undo it; with {@code
+   * commit}, the exact text of commits/N+1 (state checkpoint format v2, where it names the new
+   * state versions' unique ids; null means a copy of commits/N).
    */
-  RepartitionJournal withSwitchRecord(java.util.Map<String, Long> rows,
-      java.util.List<String> files, java.util.Map<String, String> metadata, String commit) {
-    return new RepartitionJournal(attemptId, phase, fromPartitions, toPartitions, baseBatch, newBatch,
-        startedAtMs, rows, files, metadata, retiredRoot, commit, fileSinkLogs);
+  RepartitionJournal withSwitchRecord(
+      java.util.Map<String, Long> rows,
+      java.util.List<String> files,
+      java.util.Map<String, String> metadata,
+      String commit) {
+    return new RepartitionJournal(
+        attemptId,
+        phase,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rows,
+        files,
+        metadata,
+        retiredRoot,
+        commit,
+        fileSinkLogs);
   }
 
   static Optional<RepartitionJournal> read(CheckpointFiles files) {
@@ -106,11 +145,11 @@ public record RepartitionJournal(
   }
 
   /**
-   * Saves this record without a moment in which none exists. An overwriting rename is not atomic
-   * on every file system (Hadoop's FileContext on a local disk deletes the target, then renames),
-   * so the current record is first moved aside to {@code journal.previous}, the new one written
-   * beside it, and the previous one deleted last (best effort). Readers take {@code journal} when
-   * it exists and {@code journal.previous} otherwise.
+   * Saves this record without a moment in which none exists. An overwriting rename is not atomic on
+   * every file system (Hadoop's FileContext on a local disk deletes the target, then renames), so
+   * the current record is first moved aside to {@code journal.previous}, the new one written beside
+   * it, and the previous one deleted last (best effort). Readers take {@code journal} when it
+   * exists and {@code journal.previous} otherwise.
    */
   void save(CheckpointFiles files) {
     String text;
@@ -128,7 +167,8 @@ public record RepartitionJournal(
       try {
         files.rename(current, previous, false);
       } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException("Cannot write " + current + ": " + e.getMessage(), e);
+        throw new java.io.UncheckedIOException(
+            "Cannot write " + current + ": " + e.getMessage(), e);
       }
     }
     files.writeNew(current, text);

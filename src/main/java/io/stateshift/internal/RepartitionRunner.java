@@ -13,19 +13,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.function.Consumer;
 import org.apache.hadoop.fs.ChecksumException;
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker;
-import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
-import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
-import org.apache.spark.sql.internal.SQLConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,8 +29,8 @@ import org.slf4j.LoggerFactory;
  *   <li>take the checkpoint lock and write the journal (phase STAGING);
  *   <li>write the new state into {@code _stateshift/attempts/<id>/staged}, beside the checkpoint;
  *   <li>journal phase SWITCHING, then: offsets/N+1 with the new count, move the staged files into
- *       {@code state/} (new file names only, nothing is overwritten), operator metadata v2 for
- *       N+1, and commits/N+1, the step that makes the new layout the one Spark starts from;
+ *       {@code state/} (new file names only, nothing is overwritten), operator metadata v2 for N+1,
+ *       and commits/N+1, the step that makes the new layout the one Spark starts from;
  *   <li>journal phase FINALIZING: operator metadata v1, folders of dropped partitions moved to the
  *       attempt's {@code retired} folder, a history record, the journal removed.
  * </ol>
@@ -73,6 +65,7 @@ public final class RepartitionRunner {
 
   /** The write path the staging job took, for the history record. */
   private String writePath;
+
   /** The attempt under way, once its journal is written, for a failure's history record. */
   private RepartitionJournal attempt;
 
@@ -87,13 +80,13 @@ public final class RepartitionRunner {
 
   /** Keeps the partition folders a decrease drops under this location instead of the checkpoint. */
   public RepartitionRunner backupTo(String location) {
-    this.backupTo = location == null ? null
-        : files.fs().makeQualified(new Path(location)).toString();
+    this.backupTo =
+        location == null ? null : files.fs().makeQualified(new Path(location)).toString();
     return this;
   }
 
-  public RepartitionRunner(SparkSession spark, String checkpointLocation, int target,
-      Consumer<String> progress) {
+  public RepartitionRunner(
+      SparkSession spark, String checkpointLocation, int target, Consumer<String> progress) {
     this(spark, checkpointLocation, target, progress, null);
   }
 
@@ -101,8 +94,12 @@ public final class RepartitionRunner {
    * A runner for the query that is starting on this checkpoint (the on-demand path): that query is
    * waiting for the repartition, so it does not count as running on the checkpoint.
    */
-  RepartitionRunner(SparkSession spark, String checkpointLocation, int target,
-      Consumer<String> progress, UUID startingQuery) {
+  RepartitionRunner(
+      SparkSession spark,
+      String checkpointLocation,
+      int target,
+      Consumer<String> progress,
+      UUID startingQuery) {
     this.startingQuery = startingQuery;
     this.spark = spark;
     this.files = CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
@@ -115,10 +112,24 @@ public final class RepartitionRunner {
     Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
     if (pending.isPresent()) {
       RepartitionJournal j = pending.get();
-      return new RepartitionPlan(files.root().toString(), checkpoint.queryId(), "(interrupted)",
-          j.fromPartitions(), target, j.baseBatch(), j.newBatch(), List.of(),
-          Optional.of(j.attemptId() + " (" + j.phase() + ", " + j.fromPartitions() + " -> "
-              + j.toPartitions() + ")"));
+      return new RepartitionPlan(
+          files.root().toString(),
+          checkpoint.queryId(),
+          "(interrupted)",
+          j.fromPartitions(),
+          target,
+          j.baseBatch(),
+          j.newBatch(),
+          List.of(),
+          Optional.of(
+              j.attemptId()
+                  + " ("
+                  + j.phase()
+                  + ", "
+                  + j.fromPartitions()
+                  + " -> "
+                  + j.toPartitions()
+                  + ")"));
     }
     return planOf(validate(checkpoint), Optional.empty());
   }
@@ -131,7 +142,8 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       validate(checkpoint); // refuse bad input before the first write, the lock included
     }
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "repartition to " + target, lockAnyway(), progress)) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(files, "repartition to " + target, lockAnyway(), progress)) {
       refuseIfQueryRunning();
       Optional<String> recovered = Optional.empty();
       if (pending.isPresent()) {
@@ -144,11 +156,23 @@ public final class RepartitionRunner {
       } catch (StateShiftException e) {
         if (recovered.isPresent() && e.reason() == Reason.SAME_PARTITION_COUNT) {
           progress.accept("The interrupted attempt already reached " + target + " partitions.");
-          RepartitionPlan plan = new RepartitionPlan(files.root().toString(),
-              checkpoint.queryId(), "", target, target, checkpoint.lastCommittedBatch(),
-              checkpoint.lastCommittedBatch(), List.of(), recovered);
-          return new RepartitionResult(plan, List.of(), phases,
-              checkpoint.lastCommittedBatch(), System.currentTimeMillis() - started);
+          RepartitionPlan plan =
+              new RepartitionPlan(
+                  files.root().toString(),
+                  checkpoint.queryId(),
+                  "",
+                  target,
+                  target,
+                  checkpoint.lastCommittedBatch(),
+                  checkpoint.lastCommittedBatch(),
+                  List.of(),
+                  recovered);
+          return new RepartitionResult(
+              plan,
+              List.of(),
+              phases,
+              checkpoint.lastCommittedBatch(),
+              System.currentTimeMillis() - started);
         }
         throw e;
       }
@@ -163,10 +187,16 @@ public final class RepartitionRunner {
           // Refusals (a damaged state file found while reading) leave the checkpoint untouched,
           // their history included; a failure is worth a record.
           RepartitionJournal j = attempt;
-          HistoryLog.failed(files, io.stateshift.HistoryEntry.Kind.REPARTITION,
+          HistoryLog.failed(
+              files,
+              io.stateshift.HistoryEntry.Kind.REPARTITION,
               j != null ? j.attemptId() : java.util.UUID.randomUUID().toString(),
-              layout.partitions(), target, layout.lastCommitted() + 1,
-              j != null ? j.startedAtMs() : started, writePath, HistoryLog.Actor.of(spark),
+              layout.partitions(),
+              target,
+              layout.lastCommitted() + 1,
+              j != null ? j.startedAtMs() : started,
+              writePath,
+              HistoryLog.Actor.of(spark),
               failure);
         }
         throw failure;
@@ -175,13 +205,21 @@ public final class RepartitionRunner {
   }
 
   /** Steps 3 to 6 of docs/protocol.md: journal, stage, switch, finalize. */
-  private RepartitionResult writeNewLayout(Checkpoint checkpoint, StateLayout layout,
-      RepartitionPlan plan, Map<String, Long> phases, long started) {
+  private RepartitionResult writeNewLayout(
+      Checkpoint checkpoint,
+      StateLayout layout,
+      RepartitionPlan plan,
+      Map<String, Long> phases,
+      long started) {
     long phaseStart = System.currentTimeMillis();
     FailPoints.reached("locked");
-    RepartitionJournal journal = RepartitionJournal.start(layout.partitions(), target,
-        layout.lastCommitted(), backupTo,
-        sinkLogs(layout.lastCommitted()).stream().map(FileSinkLog::location).toList());
+    RepartitionJournal journal =
+        RepartitionJournal.start(
+            layout.partitions(),
+            target,
+            layout.lastCommitted(),
+            backupTo,
+            sinkLogs(layout.lastCommitted()).stream().map(FileSinkLog::location).toList());
     journal.save(files);
     attempt = journal;
     FailPoints.reached("journal-staging");
@@ -201,8 +239,10 @@ public final class RepartitionRunner {
     phases.put("stage", System.currentTimeMillis() - phaseStart);
 
     phaseStart = System.currentTimeMillis();
-    journal = journal.withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint),
-            newCommit).withPhase(RepartitionJournal.Phase.SWITCHING);
+    journal =
+        journal
+            .withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint), newCommit)
+            .withPhase(RepartitionJournal.Phase.SWITCHING);
     journal.save(files);
     FailPoints.reached("journal-switching");
     switchLayout(checkpoint, journal);
@@ -212,13 +252,18 @@ public final class RepartitionRunner {
     journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
     journal.save(files);
     FailPoints.reached("journal-finalizing");
-    finalizeLayout(Checkpoint.load(files), journal, new HistoryLog.Details(started,
-        moves.stream().mapToLong(RepartitionResult.StoreMove::rowsWritten).sum(),
-        moves.stream().mapToLong(RepartitionResult.StoreMove::bytesWritten).sum(), writePath,
-        HistoryLog.Actor.of(spark)));
+    finalizeLayout(
+        Checkpoint.load(files),
+        journal,
+        new HistoryLog.Details(
+            started,
+            moves.stream().mapToLong(RepartitionResult.StoreMove::rowsWritten).sum(),
+            moves.stream().mapToLong(RepartitionResult.StoreMove::bytesWritten).sum(),
+            writePath,
+            HistoryLog.Actor.of(spark)));
     phases.put("finalize", System.currentTimeMillis() - phaseStart);
-    return new RepartitionResult(plan, moves, phases, journal.newBatch(),
-        System.currentTimeMillis() - started);
+    return new RepartitionResult(
+        plan, moves, phases, journal.newBatch(), System.currentTimeMillis() - started);
   }
 
   /**
@@ -235,17 +280,24 @@ public final class RepartitionRunner {
     } catch (RuntimeException unreadable) {
       journal = Optional.empty();
     }
-    String where = journal.isEmpty()
-        ? "The checkpoint was not changed."
-        : journal.get().phase() == RepartitionJournal.Phase.STAGING
-            ? "The checkpoint still starts with " + journal.get().fromPartitions()
-                + " partitions; running the same repartition again (or starting the query with "
-                + "StateShiftExtensions) removes the unfinished attempt first."
-            : "The switch to " + journal.get().toPartitions() + " partitions had begun (phase "
-                + journal.get().phase() + "); run the same repartition again, or start the query "
-                + "with StateShiftExtensions, to finish it.";
-    return new StateShiftException(Reason.FAILED, "Repartitioning " + files.root()
-        + " failed: " + e.getMessage() + ". " + where, e);
+    String where =
+        journal.isEmpty()
+            ? "The checkpoint was not changed."
+            : journal.get().phase() == RepartitionJournal.Phase.STAGING
+                ? "The checkpoint still starts with "
+                    + journal.get().fromPartitions()
+                    + " partitions; running the same repartition again (or starting the query with "
+                    + "StateShiftExtensions) removes the unfinished attempt first."
+                : "The switch to "
+                    + journal.get().toPartitions()
+                    + " partitions had begun (phase "
+                    + journal.get().phase()
+                    + "); run the same repartition again, or start the query "
+                    + "with StateShiftExtensions, to finish it.";
+    return new StateShiftException(
+        Reason.FAILED,
+        "Repartitioning " + files.root() + " failed: " + e.getMessage() + ". " + where,
+        e);
   }
 
   /**
@@ -257,8 +309,8 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       return Optional.empty();
     }
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "recover an interrupted attempt",
-        lockAnyway(), progress)) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(files, "recover an interrupted attempt", lockAnyway(), progress)) {
       refuseIfQueryRunning();
       return Optional.of(recover(pending.get()));
     }
@@ -268,13 +320,19 @@ public final class RepartitionRunner {
 
   private StateLayout validate(Checkpoint checkpoint) {
     if (target <= 0) {
-      throw new StateShiftException(Reason.INVALID_PARTITION_COUNT,
+      throw new StateShiftException(
+          Reason.INVALID_PARTITION_COUNT,
           "The partition count must be at least 1, got " + target + ".");
     }
     StateLayout layout = StateLayout.read(spark, checkpoint, true);
     if (layout.partitions() == target) {
-      throw new StateShiftException(Reason.SAME_PARTITION_COUNT,
-          "The state of " + files.root() + " already has " + target + " partitions. Nothing to do.");
+      throw new StateShiftException(
+          Reason.SAME_PARTITION_COUNT,
+          "The state of "
+              + files.root()
+              + " already has "
+              + target
+              + " partitions. Nothing to do.");
     }
     sinkLogs(layout.lastCommitted());
     return layout;
@@ -290,30 +348,51 @@ public final class RepartitionRunner {
       long newBatch = lastCommitted + 1;
       long latest = log.latestBatch().orElse(-1L);
       if (latest > newBatch || (latest == newBatch && log.filesIn(newBatch) != 0)) {
-        throw new StateShiftException(Reason.INVALID_ARGUMENT, "The file sink log "
-            + log.location() + " has entries up to batch " + latest + ", but the last batch "
-            + "committed in " + files.root() + " is " + lastCommitted + ": that output was "
-            + "written by another run or query. Pass the output folder of this checkpoint's "
-            + "query.");
+        throw new StateShiftException(
+            Reason.INVALID_ARGUMENT,
+            "The file sink log "
+                + log.location()
+                + " has entries up to batch "
+                + latest
+                + ", but the last batch "
+                + "committed in "
+                + files.root()
+                + " is "
+                + lastCommitted
+                + ": that output was "
+                + "written by another run or query. Pass the output folder of this checkpoint's "
+                + "query.");
       }
     }
     return logs;
   }
 
   private RepartitionPlan planOf(StateLayout layout, Optional<String> interrupted) {
-    List<RepartitionPlan.OperatorInfo> ops = layout.operators().stream()
-        .map(op -> new RepartitionPlan.OperatorInfo(op.id(), op.name(),
-            op.stores().stream().map(StatefulOperator.Store::name).toList()))
-        .toList();
-    return new RepartitionPlan(files.root().toString(), layout.checkpoint().queryId(),
-        layout.provider(), layout.partitions(), target, layout.lastCommitted(),
-        layout.lastCommitted() + 1, ops, interrupted);
+    List<RepartitionPlan.OperatorInfo> ops =
+        layout.operators().stream()
+            .map(
+                op ->
+                    new RepartitionPlan.OperatorInfo(
+                        op.id(),
+                        op.name(),
+                        op.stores().stream().map(StatefulOperator.Store::name).toList()))
+            .toList();
+    return new RepartitionPlan(
+        files.root().toString(),
+        layout.checkpoint().queryId(),
+        layout.provider(),
+        layout.partitions(),
+        target,
+        layout.lastCommitted(),
+        layout.lastCommitted() + 1,
+        ops,
+        interrupted);
   }
 
   /** Runs with the lock held: a query starting from now on sees the lock and is refused. */
   /**
-   * Whether to proceed on a store that cannot lock exclusively: on the user's --assume-stopped,
-   * and when a query starting with StateShiftExtensions repartitions its own checkpoint (the user
+   * Whether to proceed on a store that cannot lock exclusively: on the user's --assume-stopped, and
+   * when a query starting with StateShiftExtensions repartitions its own checkpoint (the user
    * started it; a warning says that the lock is not exclusive there).
    */
   private boolean lockAnyway() {
@@ -321,43 +400,60 @@ public final class RepartitionRunner {
   }
 
   private void refuseIfQueryRunning() {
-    RunningQueryCheck.refuseIfRunning(spark, files, startingQuery, assumeStopped,
-        "repartition its state");
+    RunningQueryCheck.refuseIfRunning(
+        spark, files, startingQuery, assumeStopped, "repartition its state");
   }
 
   // ---- phase STAGING ----
 
   private StateRedistributionJob.Outcome stage(StateLayout layout, RepartitionJournal journal) {
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
-    StateRedistributionJob job = new StateRedistributionJob(files.path("state").toString(),
-        journal.stagedDir(files).toString(), layout.storeConf(), files.conf(), layout.stores(),
-        layout.partitions(), target, layout.lastCommitted(), layout.rocksDb(), layout.codec(),
-        layout.checkpointIds());
+    StateRedistributionJob job =
+        new StateRedistributionJob(
+            files.path("state").toString(),
+            journal.stagedDir(files).toString(),
+            layout.storeConf(),
+            files.conf(),
+            layout.stores(),
+            layout.partitions(),
+            target,
+            layout.lastCommitted(),
+            layout.rocksDb(),
+            layout.codec(),
+            layout.checkpointIds());
     job.checkPlacement(placementChecks(layout));
     String group = "stateshift-" + journal.attemptId();
     // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
     java.util.Map<String, String> saved = new java.util.HashMap<>();
-    for (String key : List.of("spark.jobGroup.id", "spark.job.description",
-        "spark.job.interruptOnCancel")) {
+    for (String key :
+        List.of("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")) {
       saved.put(key, spark.sparkContext().getLocalProperty(key));
     }
-    spark.sparkContext().setJobGroup(group,
-        "stateshift: repartition " + files.root() + " to " + target + " partitions", false);
+    spark
+        .sparkContext()
+        .setJobGroup(
+            group,
+            "stateshift: repartition " + files.root() + " to " + target + " partitions",
+            false);
     writePath = job.writeStrategy(spark);
     progress.accept("moving state: " + writePath);
     try (JobProgress tasks = new JobProgress(spark, group, progress)) {
       try {
         StateRedistributionJob.Outcome outcome = job.run(spark);
-        outcome.unverifiedPlacement().stream().sorted().forEach(note -> {
-          LOG.warn("Repartitioning {}: {}", files.root(), note);
-          progress.accept(note);
-        });
+        outcome.unverifiedPlacement().stream()
+            .sorted()
+            .forEach(
+                note -> {
+                  LOG.warn("Repartitioning {}: {}", files.root(), note);
+                  progress.accept(note);
+                });
         return outcome;
       } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
         // the attempt's files are removed next: no task of the job may still be writing them
         if (!tasks.cancelAndAwaitTasks()) {
-          e.addSuppressed(new IllegalStateException("tasks of the failed job were still "
-              + "running when its files were removed"));
+          e.addSuppressed(
+              new IllegalStateException(
+                  "tasks of the failed job were still " + "running when its files were removed"));
         }
         throw e;
       }
@@ -370,29 +466,39 @@ public final class RepartitionRunner {
    * How each store's keys are checked against the partition the recorded schema and the old count
    * give them, while they are read (the key is hashed anyway to find its new partition). Every
    * store is checked; a checkpoint written with useStrictDistribution=false may have placed
-   * aggregation, deduplication, session window, flatMapGroupsWithState and transformWithState
-   * state by part of its key, so for those a misplaced key is noted and not refused, unless the
-   * partition key has a single column, which has no part to place by (Spark places a join's
-   * state by its whole key under either setting).
+   * aggregation, deduplication, session window, flatMapGroupsWithState and transformWithState state
+   * by part of its key, so for those a misplaced key is noted and not refused, unless the partition
+   * key has a single column, which has no part to place by (Spark places a join's state by its
+   * whole key under either setting).
    */
   private static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
     if ("false".equals(System.getProperty(PLACEMENT_CHECK_PROPERTY))) {
       return Map.of(); // for measuring what the check costs (bench/README.md)
     }
-    boolean strict = "true".equals(layout.checkpoint().offsets(layout.lastCommitted()).conf()
-        .get(OffsetLogEntry.STRICT_DISTRIBUTION));
+    boolean strict =
+        "true"
+            .equals(
+                layout
+                    .checkpoint()
+                    .offsets(layout.lastCommitted())
+                    .conf()
+                    .get(OffsetLogEntry.STRICT_DISTRIBUTION));
     Map<Integer, PlacementCheck.Mode> modes = new LinkedHashMap<>();
     for (StoreSpec spec : layout.stores()) {
       for (StatefulOperator op : layout.operators()) {
         if (op.id() != spec.operatorId()) {
           continue;
         }
-        boolean wholeKey = strict || op.name().equals(StateLayout.JOIN)
-            || (!spec.hasColumnFamilies()
-                && StateStores.KeyPlacement.partitionKeyColumns(spec) == 1);
-        modes.put(spec.slot(), op.metadataVersion() == OperatorWithoutMetadata.DERIVED
-            ? PlacementCheck.Mode.DERIVED
-            : wholeKey ? PlacementCheck.Mode.STRICT : PlacementCheck.Mode.SUBSET_ALLOWED);
+        boolean wholeKey =
+            strict
+                || op.name().equals(StateLayout.JOIN)
+                || (!spec.hasColumnFamilies()
+                    && StateStores.KeyPlacement.partitionKeyColumns(spec) == 1);
+        modes.put(
+            spec.slot(),
+            op.metadataVersion() == OperatorWithoutMetadata.DERIVED
+                ? PlacementCheck.Mode.DERIVED
+                : wholeKey ? PlacementCheck.Mode.STRICT : PlacementCheck.Mode.SUBSET_ALLOWED);
       }
     }
     return modes;
@@ -401,22 +507,41 @@ public final class RepartitionRunner {
   /** Set to false, the keys' placement is not checked: only to measure the check's cost. */
   static final String PLACEMENT_CHECK_PROPERTY = "stateshift.placementCheck";
 
-  private List<RepartitionResult.StoreMove> summarize(StateLayout layout,
-      StateRedistributionJob.Outcome outcome) {
+  private List<RepartitionResult.StoreMove> summarize(
+      StateLayout layout, StateRedistributionJob.Outcome outcome) {
     List<RepartitionResult.StoreMove> moves = new ArrayList<>();
     for (StoreSpec spec : layout.stores()) {
-      long read = outcome.read().stream().filter(c -> c.slot() == spec.slot())
-          .mapToLong(StateRedistributionJob.PartitionCount::rows).sum();
-      long written = outcome.written().stream().filter(c -> c.slot() == spec.slot())
-          .mapToLong(StateRedistributionJob.PartitionCount::rows).sum();
-      long bytes = outcome.written().stream().filter(c -> c.slot() == spec.slot())
-          .mapToLong(StateRedistributionJob.PartitionCount::bytes).sum();
+      long read =
+          outcome.read().stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(StateRedistributionJob.PartitionCount::rows)
+              .sum();
+      long written =
+          outcome.written().stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(StateRedistributionJob.PartitionCount::rows)
+              .sum();
+      long bytes =
+          outcome.written().stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(StateRedistributionJob.PartitionCount::bytes)
+              .sum();
       if (read != written) {
-        throw new StateShiftException(Reason.FAILED, "Operator " + spec.operatorId() + " store "
-            + spec.storeName() + ": read " + read + " rows but wrote " + written + ".");
+        throw new StateShiftException(
+            Reason.FAILED,
+            "Operator "
+                + spec.operatorId()
+                + " store "
+                + spec.storeName()
+                + ": read "
+                + read
+                + " rows but wrote "
+                + written
+                + ".");
       }
-      moves.add(new RepartitionResult.StoreMove(spec.operatorId(), spec.operatorName(),
-          spec.storeName(), read, written, bytes));
+      moves.add(
+          new RepartitionResult.StoreMove(
+              spec.operatorId(), spec.operatorName(), spec.storeName(), read, written, bytes));
     }
     return moves;
   }
@@ -439,16 +564,23 @@ public final class RepartitionRunner {
       }
       for (int p = 0; p < target; p++) {
         if (perPartition[p] == null) {
-          throw new StateShiftException(Reason.FAILED, "Operator " + spec.operatorId() + " store "
-              + spec.storeName() + " partition " + p + " was written without a state checkpoint "
-              + "id; the checkpoint was not changed.");
+          throw new StateShiftException(
+              Reason.FAILED,
+              "Operator "
+                  + spec.operatorId()
+                  + " store "
+                  + spec.storeName()
+                  + " partition "
+                  + p
+                  + " was written without a state checkpoint "
+                  + "id; the checkpoint was not changed.");
         }
       }
       ids.computeIfAbsent(spec.operatorId(), k -> new LinkedHashMap<>())
           .put(spec.storeName(), perPartition);
     }
-    return StateCheckpointIds.commitWithIds(layout.checkpoint().commitText(layout.lastCommitted()),
-        ids);
+    return StateCheckpointIds.commitWithIds(
+        layout.checkpoint().commitText(layout.lastCommitted()), ids);
   }
 
   private void undo(RepartitionJournal journal) {
@@ -473,27 +605,45 @@ public final class RepartitionRunner {
       // Damage found where the job could not name the file (Spark's own reads of a state file):
       // the decoders' errors, as a task failure reports them.
       String message = String.valueOf(t.getMessage());
-      if (t.getClass().getName().startsWith("net.jpountz.lz4.") || t instanceof ChecksumException
-          || message.contains("LZ4Exception") || message.contains("Stream is corrupted")
-          || message.contains("ChecksumException") || message.contains("Corruption: ")) {
-        return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
-            "A state file of checkpoint " + files.root() + " is damaged: " + t.getMessage()
-                + ". The checkpoint was not changed. Restore it from a backup.", e);
-      }
-    }
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof FileNotFoundException || (t.getMessage() != null
-          && (t.getMessage().contains("does not exist")
-              || t.getMessage().contains("CANNOT_LOAD_STATE_STORE")))) {
-        return new StateShiftException(Reason.CORRUPT_CHECKPOINT,
-            "A state file of checkpoint " + files.root() + " is missing or unreadable: "
-                + t.getMessage() + ". The checkpoint was not changed. Restore it from a backup.",
+      if (t.getClass().getName().startsWith("net.jpountz.lz4.")
+          || t instanceof ChecksumException
+          || message.contains("LZ4Exception")
+          || message.contains("Stream is corrupted")
+          || message.contains("ChecksumException")
+          || message.contains("Corruption: ")) {
+        return new StateShiftException(
+            Reason.CORRUPT_CHECKPOINT,
+            "A state file of checkpoint "
+                + files.root()
+                + " is damaged: "
+                + t.getMessage()
+                + ". The checkpoint was not changed. Restore it from a backup.",
             e);
       }
     }
-    return new StateShiftException(Reason.FAILED,
-        "Repartitioning " + files.root() + " failed while writing the new state; the checkpoint "
-            + "was not changed. Cause: " + e.getMessage(), e);
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof FileNotFoundException
+          || (t.getMessage() != null
+              && (t.getMessage().contains("does not exist")
+                  || t.getMessage().contains("CANNOT_LOAD_STATE_STORE")))) {
+        return new StateShiftException(
+            Reason.CORRUPT_CHECKPOINT,
+            "A state file of checkpoint "
+                + files.root()
+                + " is missing or unreadable: "
+                + t.getMessage()
+                + ". The checkpoint was not changed. Restore it from a backup.",
+            e);
+      }
+    }
+    return new StateShiftException(
+        Reason.FAILED,
+        "Repartitioning "
+            + files.root()
+            + " failed while writing the new state; the checkpoint "
+            + "was not changed. Cause: "
+            + e.getMessage(),
+        e);
   }
 
   // ---- phase SWITCHING (idempotent, so an interrupted switch can be finished) ----
@@ -501,8 +651,12 @@ public final class RepartitionRunner {
   private void switchLayout(Checkpoint checkpoint, RepartitionJournal journal) {
     Path offsets = files.path("offsets/" + journal.newBatch());
     if (!files.exists(offsets)) {
-      files.writeNew(offsets, checkpoint.offsets(journal.baseBatch())
-          .withShufflePartitions(journal.toPartitions()).toText());
+      files.writeNew(
+          offsets,
+          checkpoint
+              .offsets(journal.baseBatch())
+              .withShufflePartitions(journal.toPartitions())
+              .toText());
     }
     FailPoints.reached("offsets");
     publishStagedFiles(journal);
@@ -521,8 +675,11 @@ public final class RepartitionRunner {
     }
     Path commit = files.path("commits/" + journal.newBatch());
     if (!files.exists(commit)) {
-      files.writeNew(commit, journal.newCommit() != null ? journal.newCommit()
-          : checkpoint.commitText(journal.baseBatch()));
+      files.writeNew(
+          commit,
+          journal.newCommit() != null
+              ? journal.newCommit()
+              : checkpoint.commitText(journal.baseBatch()));
     }
     FailPoints.reached("commit");
   }
@@ -532,7 +689,9 @@ public final class RepartitionRunner {
     Path staged = journal.stagedDir(files);
     String prefix = files.relativize(staged) + "/";
     return files.listFilesRecursively(staged).stream()
-        .map(p -> files.relativize(p).substring(prefix.length())).sorted().toList();
+        .map(p -> files.relativize(p).substring(prefix.length()))
+        .sorted()
+        .toList();
   }
 
   /** Operator metadata v1 texts before the repartition, by operator id. */
@@ -552,8 +711,9 @@ public final class RepartitionRunner {
     String stagedPrefix = files.relativize(staged) + "/";
     List<Path> pending = files.listFilesRecursively(staged);
     // RocksDB's SST files first, the version files that name them last.
-    pending.sort(Comparator.comparing((Path p) -> !p.getParent().getName().equals("SSTs"))
-        .thenComparing(Path::toString));
+    pending.sort(
+        Comparator.comparing((Path p) -> !p.getParent().getName().equals("SSTs"))
+            .thenComparing(Path::toString));
     progress.accept("switching layout: moving " + pending.size() + " state files into place");
     for (Path from : pending) {
       String relative = files.relativize(from).substring(stagedPrefix.length());
@@ -569,8 +729,8 @@ public final class RepartitionRunner {
   // ---- phase FINALIZING (idempotent) ----
 
   /** {@code details}: what this run knows of the attempt; null when it finishes another's. */
-  private void finalizeLayout(Checkpoint checkpoint, RepartitionJournal journal,
-      HistoryLog.Details details) {
+  private void finalizeLayout(
+      Checkpoint checkpoint, RepartitionJournal journal, HistoryLog.Details details) {
     for (StatefulOperator op : checkpoint.operators()) {
       Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
       String before = journal.replacedMetadata().get(Long.toString(op.id()));
@@ -603,14 +763,22 @@ public final class RepartitionRunner {
   private String recover(RepartitionJournal journal) {
     switch (journal.phase()) {
       case STAGING -> {
-        progress.accept("Undoing interrupted attempt " + journal.attemptId()
-            + " (it stopped before changing the checkpoint).");
+        progress.accept(
+            "Undoing interrupted attempt "
+                + journal.attemptId()
+                + " (it stopped before changing the checkpoint).");
         undo(journal);
         return journal.attemptId() + " undone";
       }
       case SWITCHING -> {
-        progress.accept("Finishing interrupted attempt " + journal.attemptId() + " ("
-            + journal.fromPartitions() + " -> " + journal.toPartitions() + ").");
+        progress.accept(
+            "Finishing interrupted attempt "
+                + journal.attemptId()
+                + " ("
+                + journal.fromPartitions()
+                + " -> "
+                + journal.toPartitions()
+                + ").");
         switchLayout(Checkpoint.load(files), journal);
         RepartitionJournal next = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
         next.save(files);
@@ -618,7 +786,8 @@ public final class RepartitionRunner {
         return journal.attemptId() + " finished";
       }
       case ROLLING_BACK -> {
-        progress.accept("Finishing the interrupted rollback of attempt " + journal.attemptId() + ".");
+        progress.accept(
+            "Finishing the interrupted rollback of attempt " + journal.attemptId() + ".");
         new Rollback(spark, files, progress, HistoryLog.Actor.of(spark), -1).finish(journal);
         return journal.attemptId() + " rolled back";
       }

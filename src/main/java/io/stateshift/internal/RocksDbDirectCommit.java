@@ -34,9 +34,10 @@ import org.rocksdb.RocksDBException;
  * loaded empty, which is what this writes too.
  */
 final class RocksDbDirectCommit {
-  /** {@code --conf spark.stateshift.rocksdb.directCommit=false} commits through Spark's provider. */
-  static final boolean ENABLED =
-      SessionSettings.taskFlag("stateshift.rocksdb.directCommit", true);
+  /**
+   * {@code --conf spark.stateshift.rocksdb.directCommit=false} commits through Spark's provider.
+   */
+  static final boolean ENABLED = SessionSettings.taskFlag("stateshift.rocksdb.directCommit", true);
 
   private RocksDbDirectCommit() {}
 
@@ -51,8 +52,15 @@ final class RocksDbDirectCommit {
    *
    * @param compact whether to merge the files into one first (several old partitions' files)
    */
-  static void commit(RocksDbTaskScope scope, StateStoreId store, Configuration hadoopConf,
-      long version, List<String> sstFiles, long rows, boolean compact, TaskTimer timer) {
+  static void commit(
+      RocksDbTaskScope scope,
+      StateStoreId store,
+      Configuration hadoopConf,
+      long version,
+      List<String> sstFiles,
+      long rows,
+      boolean compact,
+      TaskTimer timer) {
     File dir = scope.newLocalDir("version-" + version);
     try {
       try (org.rocksdb.RocksDB db =
@@ -71,8 +79,15 @@ final class RocksDbDirectCommit {
           }
         }
       } catch (RocksDBException e) {
-        throw new IllegalStateException("Cannot build version " + version + " of the new RocksDB "
-            + "partition in " + dir + ": " + e.getMessage(), e);
+        throw new IllegalStateException(
+            "Cannot build version "
+                + version
+                + " of the new RocksDB "
+                + "partition in "
+                + dir
+                + ": "
+                + e.getMessage(),
+            e);
       }
       // What a RocksDB checkpoint leaves out, and Spark's zips therefore never hold.
       new File(dir, "LOCK").delete();
@@ -90,9 +105,16 @@ final class RocksDbDirectCommit {
       try {
         scala.collection.Map<String, RocksDBSnapshotFile> mapping =
             new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
-        files.saveCheckpointToDfs(dir, version, rows, 0L, mapping,
-            scala.Option.apply(ScalaBridge.emptyMap()), scala.Option.apply((Object) (short) 0),
-            ScalaBridge.none(), scope.conf().verifyNonEmptyFilesInZip());
+        files.saveCheckpointToDfs(
+            dir,
+            version,
+            rows,
+            0L,
+            mapping,
+            scala.Option.apply(ScalaBridge.emptyMap()),
+            scala.Option.apply((Object) (short) 0),
+            ScalaBridge.none(),
+            scope.conf().verifyNonEmptyFilesInZip());
       } finally {
         files.close();
       }

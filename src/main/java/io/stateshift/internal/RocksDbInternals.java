@@ -16,11 +16,12 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 final class RocksDbInternals {
   private static final Field NATIVE_DB = field("db", org.rocksdb.RocksDB.class);
   private static final Field KEYS_ON_WRITING_VERSION = field("numKeysOnWritingVersion", long.class);
-  private static final String PROBLEM = NATIVE_DB == null || KEYS_ON_WRITING_VERSION == null
-      ? "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field 'db' "
-          + "(org.rocksdb.RocksDB) or 'numKeysOnWritingVersion' (long); this Spark version's "
-          + "internals differ from 4.2"
-      : null;
+  private static final String PROBLEM =
+      NATIVE_DB == null || KEYS_ON_WRITING_VERSION == null
+          ? "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field 'db' "
+              + "(org.rocksdb.RocksDB) or 'numKeysOnWritingVersion' (long); this Spark version's "
+              + "internals differ from 4.2"
+          : null;
 
   private RocksDbInternals() {}
 
@@ -62,8 +63,8 @@ final class RocksDbInternals {
   }
 
   /**
-   * Cancels the compactions a loaded store is running. Reading is unaffected: an iterator keeps
-   * the files it started on, and a cancelled compaction leaves its input files as they were.
+   * Cancels the compactions a loaded store is running. Reading is unaffected: an iterator keeps the
+   * files it started on, and a cancelled compaction leaves its input files as they were.
    */
   static void stopCompactions(RocksDB db) {
     nativeDb(db).cancelAllBackgroundWork(false);

@@ -16,19 +16,19 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.rocksdb.RocksDBException;
 
 /**
- * One version of a RocksDB-backed partition, opened read-only from its snapshot, for a single
- * pass over its keys.
+ * One version of a RocksDB-backed partition, opened read-only from its snapshot, for a single pass
+ * over its keys.
  *
- * <p>Spark's provider loads a version read-write: it opens a fresh native instance (a new
- * manifest, write-ahead log and options file, each synced), and closing it deletes them again.
- * For a store read once and thrown away that is most of its time when the store is small (a
- * join's four stores per partition). Here Spark's own file manager downloads the snapshot (its
- * zip and SST files, by Spark's names and checks) and RocksDB opens it read-only with Spark's
- * options: nothing is written, nothing is synced.
+ * <p>Spark's provider loads a version read-write: it opens a fresh native instance (a new manifest,
+ * write-ahead log and options file, each synced), and closing it deletes them again. For a store
+ * read once and thrown away that is most of its time when the store is small (a join's four stores
+ * per partition). Here Spark's own file manager downloads the snapshot (its zip and SST files, by
+ * Spark's names and checks) and RocksDB opens it read-only with Spark's options: nothing is
+ * written, nothing is synced.
  *
  * <p>Only a version that has its own snapshot is read this way; one that must be rebuilt from an
- * older snapshot and changelogs, or one with column families, goes through the provider
- * ({@link #open} returns null).
+ * older snapshot and changelogs, or one with column families, goes through the provider ({@link
+ * #open} returns null).
  */
 final class RocksDbSnapshotReader implements AutoCloseable {
   /**
@@ -51,10 +51,17 @@ final class RocksDbSnapshotReader implements AutoCloseable {
    * snapshot of its own (Spark's {@code <version>.zip}, or {@code <version>_<id>.zip} under state
    * checkpoint format v2) or uses column families.
    */
-  static RocksDbSnapshotReader open(RocksDbTaskScope scope, StateStoreId store, long version,
-      scala.Option<String> checkpointId, Configuration hadoopConf, TaskTimer timer) {
-    Path zip = new Path(store.storeCheckpointLocation(), version
-        + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
+  static RocksDbSnapshotReader open(
+      RocksDbTaskScope scope,
+      StateStoreId store,
+      long version,
+      scala.Option<String> checkpointId,
+      Configuration hadoopConf,
+      TaskTimer timer) {
+    Path zip =
+        new Path(
+            store.storeCheckpointLocation(),
+            version + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
     try {
       if (version <= 0 || !zip.getFileSystem(hadoopConf).exists(zip)) {
         return null;
@@ -64,13 +71,15 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     }
     File dir = scope.newLocalDir("snapshot");
     try {
-      RocksDBCheckpointMetadata metadata = scope.conf().fileChecksumEnabled() ? null
-          : linkedOnLocalDisk(zip, store, dir, hadoopConf);
+      RocksDBCheckpointMetadata metadata =
+          scope.conf().fileChecksumEnabled()
+              ? null
+              : linkedOnLocalDisk(zip, store, dir, hadoopConf);
       if (metadata == null) {
         RocksDBFileManager files = scope.fileManager(store, hadoopConf);
         try {
-          metadata = files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(),
-              checkpointId);
+          metadata =
+              files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
         } finally {
           files.close();
         }
@@ -85,8 +94,15 @@ final class RocksDbSnapshotReader implements AutoCloseable {
           org.rocksdb.RocksDB.openReadOnly(scope.options(), dir.getAbsolutePath()), dir);
     } catch (RocksDBException e) {
       RocksDbTaskScope.deleteRecursively(dir);
-      throw new IllegalStateException("Cannot open version " + version + " of the RocksDB store "
-          + "in " + dir + " read-only: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "Cannot open version "
+              + version
+              + " of the RocksDB store "
+              + "in "
+              + dir
+              + " read-only: "
+              + e.getMessage(),
+          e);
     } catch (RuntimeException e) {
       RocksDbTaskScope.deleteRecursively(dir);
       throw e;
@@ -96,13 +112,13 @@ final class RocksDbSnapshotReader implements AutoCloseable {
   /**
    * On a local checkpoint: the zip unpacked into {@code dir} and each SST file hard-linked there
    * under its local name, where Spark's file manager copies every file and writes a checksum file
-   * beside each copy. A link allocates no new file: on this kind of disk, a new file's inode
-   * search is much of the cost of a small store. Null (and {@code dir} emptied) when the
-   * checkpoint is not on the local file system or the version also has archived log files: then
-   * Spark's file manager does the download.
+   * beside each copy. A link allocates no new file: on this kind of disk, a new file's inode search
+   * is much of the cost of a small store. Null (and {@code dir} emptied) when the checkpoint is not
+   * on the local file system or the version also has archived log files: then Spark's file manager
+   * does the download.
    */
-  private static RocksDBCheckpointMetadata linkedOnLocalDisk(Path zip, StateStoreId store,
-      File dir, Configuration hadoopConf) {
+  private static RocksDBCheckpointMetadata linkedOnLocalDisk(
+      Path zip, StateStoreId store, File dir, Configuration hadoopConf) {
     try {
       if (!(zip.getFileSystem(hadoopConf) instanceof LocalFileSystem local)) {
         return null;
@@ -121,15 +137,20 @@ final class RocksDbSnapshotReader implements AutoCloseable {
         java.nio.file.Path target = new File(dir, sst.localFileName()).toPath();
         RocksDbTaskScope.linkOrCopy(source, target);
         if (Files.size(target) != sst.sizeBytes()) {
-          throw new IllegalStateException("The state file " + source + " holds "
-              + Files.size(target) + " bytes, its version's metadata says " + sst.sizeBytes());
+          throw new IllegalStateException(
+              "The state file "
+                  + source
+                  + " holds "
+                  + Files.size(target)
+                  + " bytes, its version's metadata says "
+                  + sst.sizeBytes());
         }
       }
       Files.delete(metadataFile.toPath());
       return metadata;
     } catch (IOException e) {
-      throw new UncheckedIOException("Cannot read " + zip + " and its SST files: "
-          + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "Cannot read " + zip + " and its SST files: " + e.getMessage(), e);
     }
   }
 

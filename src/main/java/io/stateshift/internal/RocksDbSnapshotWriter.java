@@ -43,7 +43,10 @@ import org.rocksdb.SstFileWriter;
 final class RocksDbSnapshotWriter {
 
   /** How the job writes RocksDB partitions. */
-  enum Mode { SST, PUTS }
+  enum Mode {
+    SST,
+    PUTS
+  }
 
   private RocksDbSnapshotWriter() {}
 
@@ -93,8 +96,12 @@ final class RocksDbSnapshotWriter {
    */
   record Written(long rows, long bytes, String checkpointId) implements Serializable {
     Written withCheckpointIdOf(StateStore committed, StateStoreConf storeConf) {
-      return new Written(rows, bytes, storeConf.enableStateStoreCheckpointIds()
-          ? committed.getStateStoreCheckpointInfo().stateStoreCkptId().get() : null);
+      return new Written(
+          rows,
+          bytes,
+          storeConf.enableStateStoreCheckpointIds()
+              ? committed.getStateStoreCheckpointInfo().stateStoreCkptId().get()
+              : null);
     }
   }
 
@@ -102,21 +109,31 @@ final class RocksDbSnapshotWriter {
    * Fast path: {@code records} are encoded and sorted by key bytes (unsigned). Opens the partition
    * under {@code stateRoot}, ingests them as one SST file and commits version {@code batchId + 1}.
    */
-  static Written writeSorted(String stateRoot, StoreSpec spec, int partition,
-      StateStoreConf storeConf, Configuration hadoopConf, long batchId, Iterator<byte[]> records) {
+  static Written writeSorted(
+      String stateRoot,
+      StoreSpec spec,
+      int partition,
+      StateStoreConf storeConf,
+      Configuration hadoopConf,
+      long batchId,
+      Iterator<byte[]> records) {
     TaskTimer timer = new TaskTimer("write " + spec.storeName() + "/" + partition);
-    StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
-        hadoopConf);
+    StateStoreProvider provider =
+        StateStores.open(stateRoot, spec, partition, storeConf, hadoopConf);
     try {
-      return StateStores.writeNewVersion(provider, batchId, store -> {
-        timer.lap("open");
-        RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-        Written written = records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
-        RocksDbInternals.setKeysOnWritingVersion(db, written.rows());
-        store.commit();
-        timer.lap("commit");
-        return written.withCheckpointIdOf(store, storeConf);
-      });
+      return StateStores.writeNewVersion(
+          provider,
+          batchId,
+          store -> {
+            timer.lap("open");
+            RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+            Written written =
+                records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
+            RocksDbInternals.setKeysOnWritingVersion(db, written.rows());
+            store.commit();
+            timer.lap("commit");
+            return written.withCheckpointIdOf(store, storeConf);
+          });
     } finally {
       timer.lap("close");
       timer.report();
@@ -153,8 +170,8 @@ final class RocksDbSnapshotWriter {
       }
       timer.lap("ingest");
     } catch (RocksDBException e) {
-      throw new IllegalStateException("Cannot build or ingest the SST file " + sst + ": "
-          + e.getMessage(), e);
+      throw new IllegalStateException(
+          "Cannot build or ingest the SST file " + sst + ": " + e.getMessage(), e);
     } finally {
       sst.delete(); // moved into the store by now, unless ingestion failed
     }
@@ -174,28 +191,37 @@ final class RocksDbSnapshotWriter {
   }
 
   /** Fallback: UnsafeRow records through the provider's put, loading an empty store. */
-  static Written writeWithPuts(String stateRoot, StoreSpec spec, int partition,
-      StateStoreConf storeConf, Configuration hadoopConf, long batchId, Iterator<byte[]> records) {
-    StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
-        hadoopConf);
-    return StateStores.writeNewVersion(provider, batchId, store -> {
-      long rows = 0;
-      long bytes = 0;
-      UnsafeRow key = new UnsafeRow(spec.keySchema().length());
-      UnsafeRow value = new UnsafeRow(spec.valueSchema().length());
-      while (records.hasNext()) {
-        byte[] record = records.next();
-        int keyLength = StateRecords.keyLength(record);
-        int valueOffset = StateRecords.HEADER + keyLength;
-        int valueLength = record.length - valueOffset;
-        key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + StateRecords.HEADER, keyLength);
-        value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
-        store.put(key, value, StateStores.DEFAULT_COLUMN_FAMILY);
-        rows++;
-        bytes += keyLength + valueLength;
-      }
-      store.commit();
-      return new Written(rows, bytes, null).withCheckpointIdOf(store, storeConf);
-    });
+  static Written writeWithPuts(
+      String stateRoot,
+      StoreSpec spec,
+      int partition,
+      StateStoreConf storeConf,
+      Configuration hadoopConf,
+      long batchId,
+      Iterator<byte[]> records) {
+    StateStoreProvider provider =
+        StateStores.open(stateRoot, spec, partition, storeConf, hadoopConf);
+    return StateStores.writeNewVersion(
+        provider,
+        batchId,
+        store -> {
+          long rows = 0;
+          long bytes = 0;
+          UnsafeRow key = new UnsafeRow(spec.keySchema().length());
+          UnsafeRow value = new UnsafeRow(spec.valueSchema().length());
+          while (records.hasNext()) {
+            byte[] record = records.next();
+            int keyLength = StateRecords.keyLength(record);
+            int valueOffset = StateRecords.HEADER + keyLength;
+            int valueLength = record.length - valueOffset;
+            key.pointTo(record, Platform.BYTE_ARRAY_OFFSET + StateRecords.HEADER, keyLength);
+            value.pointTo(record, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
+            store.put(key, value, StateStores.DEFAULT_COLUMN_FAMILY);
+            rows++;
+            bytes += keyLength + valueLength;
+          }
+          store.commit();
+          return new Written(rows, bytes, null).withCheckpointIdOf(store, storeConf);
+        });
   }
 }

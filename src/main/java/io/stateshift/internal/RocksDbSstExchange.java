@@ -16,10 +16,10 @@ import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
@@ -44,23 +44,25 @@ import org.rocksdb.SstFileWriter;
  * the old and the new partition, so they are moved as they are: each read task loads one old
  * partition through Spark's provider, walks the native database in key order, decodes only the key
  * (an UnsafeRow pointed at the raw bytes) to compute its new partition with Spark's hash, and
- * appends key and value bytes to one SST file per new partition. A filtered subsequence of a
- * sorted walk is sorted, so no sort is needed. The files are staged on the checkpoint's file
- * system; each write task then ingests every file of its partition in one call into the empty store
- * Spark's provider opened (RocksDB gives overlapping files their own sequence numbers; keys are
- * unique across them), and Spark's own commit snapshots and uploads the store.
+ * appends key and value bytes to one SST file per new partition. A filtered subsequence of a sorted
+ * walk is sorted, so no sort is needed. The files are staged on the checkpoint's file system; each
+ * write task then ingests every file of its partition in one call into the empty store Spark's
+ * provider opened (RocksDB gives overlapping files their own sequence numbers; keys are unique
+ * across them), and Spark's own commit snapshots and uploads the store.
  *
  * <p>Applies when both sides are RocksDB with the UnsafeRow encoding and no row checksums (what
- * {@link RocksDbSnapshotWriter.Mode#SST} requires), default column family only, and at most
- * {@link #MAX_FILES_PER_PARTITION} old partitions (each becomes one file, and overlapping files
- * land in RocksDB's level 0, where too many would stall writes). Otherwise the job falls back to
- * the shuffle path.
+ * {@link RocksDbSnapshotWriter.Mode#SST} requires), default column family only, and at most {@link
+ * #MAX_FILES_PER_PARTITION} old partitions (each becomes one file, and overlapping files land in
+ * RocksDB's level 0, where too many would stall writes). Otherwise the job falls back to the
+ * shuffle path.
  */
 final class RocksDbSstExchange {
   /** Old partitions above this use the shuffle path (one sorted SST file per new partition). */
   static final int MAX_FILES_PER_PARTITION = 16;
 
-  /** Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}. */
+  /**
+   * Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}.
+   */
   static final String EXCHANGE_CONF = "spark.stateshift.rocksdb.exchange";
 
   /**
@@ -86,31 +88,73 @@ final class RocksDbSstExchange {
    * @param check when not null, every key must sit in {@code oldPartition} under the old count
    * @param source the version read, as its checkpoint files (for errors)
    */
-  static ReadOutcome split(ReadStateStore store, StoreSpec spec, int oldPartition,
-      StateStores.KeyPlacement placement, PlacementCheck check, String source, int firstTarget,
-      int newPartitions, String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
+  static ReadOutcome split(
+      ReadStateStore store,
+      StoreSpec spec,
+      int oldPartition,
+      StateStores.KeyPlacement placement,
+      PlacementCheck check,
+      String source,
+      int firstTarget,
+      int newPartitions,
+      String exchangeDir,
+      Configuration hadoopConf,
+      TaskTimer timer) {
     RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-    return split(RocksDbInternals.nativeDb(db), db.rocksDbOptions(), db.localRootDir(), spec,
-        oldPartition, placement, check, source, firstTarget, newPartitions, exchangeDir,
-        hadoopConf, timer);
+    return split(
+        RocksDbInternals.nativeDb(db),
+        db.rocksDbOptions(),
+        db.localRootDir(),
+        spec,
+        oldPartition,
+        placement,
+        check,
+        source,
+        firstTarget,
+        newPartitions,
+        exchangeDir,
+        hadoopConf,
+        timer);
   }
 
   /** The same, from a snapshot opened read-only, with the task's shared options. */
-  static ReadOutcome split(RocksDbSnapshotReader snapshot, RocksDbTaskScope scope,
-      StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
-      PlacementCheck check, String source, int firstTarget, int newPartitions,
-      String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
-    return split(snapshot.db(), scope.options(), scope.localRootDir(), spec, oldPartition,
-        placement, check, source, firstTarget, newPartitions, exchangeDir, hadoopConf, timer);
+  static ReadOutcome split(
+      RocksDbSnapshotReader snapshot,
+      RocksDbTaskScope scope,
+      StoreSpec spec,
+      int oldPartition,
+      StateStores.KeyPlacement placement,
+      PlacementCheck check,
+      String source,
+      int firstTarget,
+      int newPartitions,
+      String exchangeDir,
+      Configuration hadoopConf,
+      TaskTimer timer) {
+    return split(
+        snapshot.db(),
+        scope.options(),
+        scope.localRootDir(),
+        spec,
+        oldPartition,
+        placement,
+        check,
+        source,
+        firstTarget,
+        newPartitions,
+        exchangeDir,
+        hadoopConf,
+        timer);
   }
 
   /**
-   * Whether RocksDB reports damage to its files (a block checksum mismatch, a bad magic number,
-   * a truncated block): the status code RocksDB gives every such error.
+   * Whether RocksDB reports damage to its files (a block checksum mismatch, a bad magic number, a
+   * truncated block): the status code RocksDB gives every such error.
    */
   static boolean isCorruption(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof RocksDBException r && r.getStatus() != null
+      if (t instanceof RocksDBException r
+          && r.getStatus() != null
           && r.getStatus().getCode() == org.rocksdb.Status.Code.Corruption) {
         return true;
       }
@@ -118,10 +162,20 @@ final class RocksDbSstExchange {
     return false;
   }
 
-  private static ReadOutcome split(org.rocksdb.RocksDB db, Options options, File localRoot,
-      StoreSpec spec, int oldPartition, StateStores.KeyPlacement placement,
-      PlacementCheck check, String source, int firstTarget, int newPartitions,
-      String exchangeDir, Configuration hadoopConf, TaskTimer timer) {
+  private static ReadOutcome split(
+      org.rocksdb.RocksDB db,
+      Options options,
+      File localRoot,
+      StoreSpec spec,
+      int oldPartition,
+      StateStores.KeyPlacement placement,
+      PlacementCheck check,
+      String source,
+      int firstTarget,
+      int newPartitions,
+      String exchangeDir,
+      Configuration hadoopConf,
+      TaskTimer timer) {
     RocksDBKeyStateEncoder keys = keyDecoder(spec);
     org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
     FileSystem fs;
@@ -132,8 +186,10 @@ final class RocksDbSstExchange {
     }
     // On a local checkpoint the SST files are written in place; otherwise locally, then uploaded.
     boolean localStaging = fs instanceof LocalFileSystem;
-    File localDir = localStaging ? ((LocalFileSystem) fs).pathToFile(stagingDir)
-        : new File(localRoot, "stateshift-exchange-" + UUID.randomUUID());
+    File localDir =
+        localStaging
+            ? ((LocalFileSystem) fs).pathToFile(stagingDir)
+            : new File(localRoot, "stateshift-exchange-" + UUID.randomUUID());
     if (!localDir.mkdirs() && !localDir.isDirectory()) {
       throw new UncheckedIOException(new IOException("Cannot create " + localDir));
     }
@@ -187,46 +243,53 @@ final class RocksDbSstExchange {
         if (files[p] == null) {
           continue;
         }
-        org.apache.hadoop.fs.Path target = new org.apache.hadoop.fs.Path(stagingDir,
-            files[p].getName());
+        org.apache.hadoop.fs.Path target =
+            new org.apache.hadoop.fs.Path(stagingDir, files[p].getName());
         long fileBytes = files[p].length();
         if (!localStaging) {
-          fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(files[p].toURI()),
-              target);
+          fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(files[p].toURI()), target);
         }
-        staged.add(new StagedFile(firstTarget + p, target.toString(), rows[p], bytes[p],
-            fileBytes));
+        staged.add(
+            new StagedFile(firstTarget + p, target.toString(), rows[p], bytes[p], fileBytes));
       }
       timer.lap("stage");
     } catch (RocksDBException e) {
-      throw new IllegalStateException("Cannot split old partition " + oldPartition + " of store "
-          + spec.storeName() + " into SST files: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "Cannot split old partition "
+              + oldPartition
+              + " of store "
+              + spec.storeName()
+              + " into SST files: "
+              + e.getMessage(),
+          e);
     } catch (IOException e) {
-      throw new UncheckedIOException("Cannot stage SST files in " + exchangeDir + ": "
-          + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "Cannot stage SST files in " + exchangeDir + ": " + e.getMessage(), e);
     } finally {
       if (!localStaging) {
         RocksDbTaskScope.deleteRecursively(localDir);
       }
     }
-    return new ReadOutcome(new StateRedistributionJob.PartitionCount(spec.slot(), oldPartition,
-        totalRows, totalBytes, null), staged);
+    return new ReadOutcome(
+        new StateRedistributionJob.PartitionCount(
+            spec.slot(), oldPartition, totalRows, totalBytes, null),
+        staged);
   }
 
   /**
    * The entry under a RocksDB iterator, copied into reusable Java arrays (one JNI copy each) and
    * handed to the SST writer through two reusable native slices over direct buffers. This path
-   * makes no JNI lookup of a buffer per call: the {@code ByteBuffer} variants of the iterator's
-   * and the writer's calls resolve each buffer's address and capacity on every call (eight
-   * lookups per entry, a fifth of a walk's CPU), and the {@code byte[]} variant of the writer's
-   * put copies both arrays into native memory. The key array also backs the UnsafeRow that is
-   * hashed.
+   * makes no JNI lookup of a buffer per call: the {@code ByteBuffer} variants of the iterator's and
+   * the writer's calls resolve each buffer's address and capacity on every call (eight lookups per
+   * entry, a fifth of a walk's CPU), and the {@code byte[]} variant of the writer's put copies both
+   * arrays into native memory. The key array also backs the UnsafeRow that is hashed.
    */
   static final class RawEntry implements AutoCloseable {
     private final RocksDBKeyStateEncoder keys;
     private final UnsafeRow keyRow;
     private final Slot key = new Slot(256);
     private final Slot value = new Slot(1024);
+
     /** Bytes before the UnsafeRow in a stored key (Spark's encoding version); -1 until known. */
     private int rowOffset = -1;
 
@@ -273,10 +336,13 @@ final class RocksDbSstExchange {
   static final class Slot implements AutoCloseable {
     byte[] bytes;
     int length;
+
     /** Kept referenced: the slice and {@link #address} point into it. */
     private ByteBuffer buffer;
+
     private long address;
     private DirectSlice slice;
+
     /** The length the native slice was last given, so that it is set only on a change. */
     private int sliceLength = -1;
 
@@ -299,8 +365,8 @@ final class RocksDbSstExchange {
       // VM per copy) took a tenth of a walk's CPU.
       int i = 0;
       for (; i + 8 <= length; i += 8) {
-        Platform.putLong(null, address + i,
-            Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i));
+        Platform.putLong(
+            null, address + i, Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i));
       }
       for (; i < length; i++) {
         Platform.putByte(null, address + i, bytes[i]);
@@ -327,9 +393,9 @@ final class RocksDbSstExchange {
   }
 
   /**
-   * Options for the one pass over an old store: its blocks are read once, so they bypass the
-   * block cache (filling Spark's small per-store cache only evicts blocks that are never read
-   * again), and the files are read ahead in large chunks.
+   * Options for the one pass over an old store: its blocks are read once, so they bypass the block
+   * cache (filling Spark's small per-store cache only evicts blocks that are never read again), and
+   * the files are read ahead in large chunks.
    */
   static ReadOptions scanOptions() {
     return new ReadOptions().setFillCache(false).setReadaheadSize(4L << 20);
@@ -342,8 +408,14 @@ final class RocksDbSstExchange {
    * which opens the store empty and commits it. The staged files stay where they are (a retried
    * task finds them again); the job deletes them when every partition is written.
    */
-  static RocksDbSnapshotWriter.Written ingest(String stateRoot, StoreSpec spec, int partition,
-      StateStoreConf storeConf, Configuration hadoopConf, long batchId, List<StagedFile> files,
+  static RocksDbSnapshotWriter.Written ingest(
+      String stateRoot,
+      StoreSpec spec,
+      int partition,
+      StateStoreConf storeConf,
+      Configuration hadoopConf,
+      long batchId,
+      List<StagedFile> files,
       RocksDbTaskScope scope) {
     TaskTimer timer = new TaskTimer("write " + spec.storeName() + "/" + partition);
     long rows = files.stream().mapToLong(StagedFile::rows).sum();
@@ -355,56 +427,73 @@ final class RocksDbSstExchange {
           local.add(localCopy(file, scope.localRootDir(), hadoopConf));
         }
         timer.lap("fetch");
-        RocksDbDirectCommit.commit(scope,
+        RocksDbDirectCommit.commit(
+            scope,
             new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName()),
-            hadoopConf, batchId + 1, local, rows, local.size() > 1 && COMPACT_AFTER_INGEST, timer);
+            hadoopConf,
+            batchId + 1,
+            local,
+            rows,
+            local.size() > 1 && COMPACT_AFTER_INGEST,
+            timer);
         return new RocksDbSnapshotWriter.Written(rows, bytes, null);
       } finally {
         local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
         timer.report();
       }
     }
-    StateStoreProvider provider = StateStores.open(stateRoot, spec, partition, storeConf,
-        hadoopConf);
+    StateStoreProvider provider =
+        StateStores.open(stateRoot, spec, partition, storeConf, hadoopConf);
     try {
-      return StateStores.writeNewVersion(provider, batchId, store -> {
-        timer.lap("open");
-        RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-        List<String> local = new ArrayList<>();
-        for (StagedFile file : files) {
-          local.add(localCopy(file, db.localRootDir(), hadoopConf));
-        }
-        timer.lap("fetch");
-        if (!local.isEmpty()) {
-          try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
-            options.setMoveFiles(true); // links of our own local copies, in the store's folder
-            RocksDbInternals.nativeDb(db).ingestExternalFile(local, options);
-            if (local.size() > 1 && COMPACT_AFTER_INGEST) {
-              // One file instead of one per old partition: Spark's commit uploads, and the
-              // switch moves, every file, and reads of the restarted query merge fewer levels.
-              timer.lap("ingest");
-              compactionThreadsForEveryCore();
-              RocksDbInternals.nativeDb(db).compactRange();
-              timer.lap("compact");
+      return StateStores.writeNewVersion(
+          provider,
+          batchId,
+          store -> {
+            timer.lap("open");
+            RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
+            List<String> local = new ArrayList<>();
+            for (StagedFile file : files) {
+              local.add(localCopy(file, db.localRootDir(), hadoopConf));
             }
-          } catch (RocksDBException e) {
-            throw new IllegalStateException("Cannot ingest " + local.size() + " SST files into "
-                + "partition " + partition + " of store " + spec.storeName() + ": "
-                + e.getMessage(), e);
-          } finally {
-            local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
-          }
-        }
-        timer.lap("ingest");
-        RocksDbInternals.setKeysOnWritingVersion(db, rows);
-        store.commit();
-        timer.lap("commit");
-        if (TaskTimer.ENABLED && db.metricsOpt().isDefined()) {
-          timer.note("spark-commit", db.metricsOpt().get().lastCommitLatencyMs().toString());
-        }
-        return new RocksDbSnapshotWriter.Written(rows, bytes, null)
-            .withCheckpointIdOf(store, storeConf);
-      });
+            timer.lap("fetch");
+            if (!local.isEmpty()) {
+              try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
+                options.setMoveFiles(true); // links of our own local copies, in the store's folder
+                RocksDbInternals.nativeDb(db).ingestExternalFile(local, options);
+                if (local.size() > 1 && COMPACT_AFTER_INGEST) {
+                  // One file instead of one per old partition: Spark's commit uploads, and the
+                  // switch moves, every file, and reads of the restarted query merge fewer levels.
+                  timer.lap("ingest");
+                  compactionThreadsForEveryCore();
+                  RocksDbInternals.nativeDb(db).compactRange();
+                  timer.lap("compact");
+                }
+              } catch (RocksDBException e) {
+                throw new IllegalStateException(
+                    "Cannot ingest "
+                        + local.size()
+                        + " SST files into "
+                        + "partition "
+                        + partition
+                        + " of store "
+                        + spec.storeName()
+                        + ": "
+                        + e.getMessage(),
+                    e);
+              } finally {
+                local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
+              }
+            }
+            timer.lap("ingest");
+            RocksDbInternals.setKeysOnWritingVersion(db, rows);
+            store.commit();
+            timer.lap("commit");
+            if (TaskTimer.ENABLED && db.metricsOpt().isDefined()) {
+              timer.note("spark-commit", db.metricsOpt().get().lastCommitLatencyMs().toString());
+            }
+            return new RocksDbSnapshotWriter.Written(rows, bytes, null)
+                .withCheckpointIdOf(store, storeConf);
+          });
     } finally {
       timer.lap("close");
       timer.report();
@@ -413,14 +502,14 @@ final class RocksDbSstExchange {
 
   /**
    * RocksDB runs every instance's compactions, manual ones included, on one process-wide pool,
-   * which it sizes from {@code max_background_jobs} (one thread under Spark's settings). The
-   * write tasks compact many stores at once, so the pool gets a thread per core: otherwise
-   * those compactions queue behind each other on one core while the other cores wait. The
-   * pool only grows, and idle threads cost nothing.
+   * which it sizes from {@code max_background_jobs} (one thread under Spark's settings). The write
+   * tasks compact many stores at once, so the pool gets a thread per core: otherwise those
+   * compactions queue behind each other on one core while the other cores wait. The pool only
+   * grows, and idle threads cost nothing.
    */
   static void compactionThreadsForEveryCore() {
-    Env.getDefault().incBackgroundThreadsIfNeeded(Runtime.getRuntime().availableProcessors(),
-        Priority.LOW);
+    Env.getDefault()
+        .incBackgroundThreadsIfNeeded(Runtime.getRuntime().availableProcessors(), Priority.LOW);
   }
 
   /**
@@ -439,12 +528,18 @@ final class RocksDbSstExchange {
         fs.copyToLocalFile(false, staged, new org.apache.hadoop.fs.Path(local.toURI()), true);
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("Cannot fetch the staged SST file " + staged + ": "
-          + e.getMessage(), e);
+      throw new UncheckedIOException(
+          "Cannot fetch the staged SST file " + staged + ": " + e.getMessage(), e);
     }
     if (local.length() != file.fileBytes()) {
-      throw new IllegalStateException("The staged file " + staged + " holds " + local.length()
-          + " bytes, its read task wrote " + file.fileBytes() + "; the attempt is abandoned");
+      throw new IllegalStateException(
+          "The staged file "
+              + staged
+              + " holds "
+              + local.length()
+              + " bytes, its read task wrote "
+              + file.fileBytes()
+              + "; the attempt is abandoned");
     }
     return local.getAbsolutePath();
   }

@@ -36,8 +36,8 @@ final class RocksDbTaskScope implements AutoCloseable {
   }
 
   /** The scope for stores like {@code spec} under {@code stateRoot}, or null if not RocksDB. */
-  static RocksDbTaskScope open(String stateRoot, StoreSpec spec, StateStoreConf storeConf,
-      Configuration hadoopConf) {
+  static RocksDbTaskScope open(
+      String stateRoot, StoreSpec spec, StateStoreConf storeConf, Configuration hadoopConf) {
     StateStoreProvider provider = StateStores.open(stateRoot, spec, 0, storeConf, hadoopConf);
     if (!(provider instanceof RocksDBStateStoreProvider rocksDb)) {
       provider.close();
@@ -59,10 +59,15 @@ final class RocksDbTaskScope implements AutoCloseable {
   RocksDBFileManager fileManager(StateStoreId store, Configuration hadoopConf) {
     RocksDBConf conf = spark.conf();
     // Its own local folder is only used to delete old versions, which this never does.
-    return new RocksDBFileManager(store.storeCheckpointLocation().toString(),
-        new File(spark.localRootDir(), "unused-" + UUID.randomUUID()), hadoopConf,
-        conf.compressionCodec(), store.toString(), conf.stateStoreConf(),
-        conf.fileChecksumEnabled(), scala.Option.apply(conf.fileChecksumThreadPoolSize()));
+    return new RocksDBFileManager(
+        store.storeCheckpointLocation().toString(),
+        new File(spark.localRootDir(), "unused-" + UUID.randomUUID()),
+        hadoopConf,
+        conf.compressionCodec(),
+        store.toString(),
+        conf.stateStoreConf(),
+        conf.fileChecksumEnabled(),
+        scala.Option.apply(conf.fileChecksumThreadPoolSize()));
   }
 
   /** A new, empty local folder, removed with the scope if not before. */
@@ -80,8 +85,8 @@ final class RocksDbTaskScope implements AutoCloseable {
   }
 
   /**
-   * {@code target} as a hard link to {@code source} (no new file to allocate, nothing copied), or
-   * a copy where the two are on different disks or links are unsupported.
+   * {@code target} as a hard link to {@code source} (no new file to allocate, nothing copied), or a
+   * copy where the two are on different disks or links are unsupported.
    */
   static void linkOrCopy(java.nio.file.Path source, java.nio.file.Path target) throws IOException {
     try {

@@ -18,11 +18,16 @@ public final class Rollback {
   private final CheckpointFiles files;
   private final Consumer<String> progress;
   private final HistoryLog.Actor actor;
+
   /** When this rollback started; -1 when it finishes an interrupted one. */
   private final long startedAtMs;
 
-  Rollback(org.apache.spark.sql.SparkSession spark, CheckpointFiles files,
-      Consumer<String> progress, HistoryLog.Actor actor, long startedAtMs) {
+  Rollback(
+      org.apache.spark.sql.SparkSession spark,
+      CheckpointFiles files,
+      Consumer<String> progress,
+      HistoryLog.Actor actor,
+      long startedAtMs) {
     this.spark = spark;
     this.files = files;
     this.progress = progress;
@@ -31,47 +36,82 @@ public final class Rollback {
   }
 
   /** Rolls back the newest repartition of the checkpoint; returns what it undid. */
-  public static RepartitionJournal run(org.apache.spark.sql.SparkSession spark,
-      CheckpointFiles files, boolean assumeStopped, Consumer<String> progress) {
+  public static RepartitionJournal run(
+      org.apache.spark.sql.SparkSession spark,
+      CheckpointFiles files,
+      boolean assumeStopped,
+      Consumer<String> progress) {
     long started = System.currentTimeMillis();
     Checkpoint checkpoint = Checkpoint.load(files);
     if (RepartitionJournal.read(files).isPresent()) {
-      throw new StateShiftException(Reason.INTERRUPTED_REPARTITION,
-          "Checkpoint " + files.root() + " has an interrupted repartition or rollback. Run "
+      throw new StateShiftException(
+          Reason.INTERRUPTED_REPARTITION,
+          "Checkpoint "
+              + files.root()
+              + " has an interrupted repartition or rollback. Run "
               + "'stateshift repartition' (or start the query with StateShiftExtensions) to finish "
               + "it first.");
     }
-    RepartitionJournal last = RepartitionHistory.latest(files).orElseThrow(() ->
-        new StateShiftException(Reason.INVALID_ARGUMENT, "Checkpoint " + files.root()
-            + " has no repartition recorded by stateshift, so there is nothing to roll back."));
+    RepartitionJournal last =
+        RepartitionHistory.latest(files)
+            .orElseThrow(
+                () ->
+                    new StateShiftException(
+                        Reason.INVALID_ARGUMENT,
+                        "Checkpoint "
+                            + files.root()
+                            + " has no repartition recorded by stateshift, so there is nothing to roll back."));
     long planned = checkpoint.lastPlannedBatch();
     if (planned > last.newBatch()) {
-      throw new StateShiftException(Reason.INVALID_ARGUMENT,
-          "Batch " + planned + " has run on the new layout (" + last.toPartitions()
-              + " partitions) since the repartition in batch " + last.newBatch() + "; rolling "
-              + "back would lose its state. Repartition to " + last.fromPartitions()
-              + " partitions instead: stateshift repartition --checkpoint " + files.root()
-              + " --partitions " + last.fromPartitions());
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "Batch "
+              + planned
+              + " has run on the new layout ("
+              + last.toPartitions()
+              + " partitions) since the repartition in batch "
+              + last.newBatch()
+              + "; rolling "
+              + "back would lose its state. Repartition to "
+              + last.fromPartitions()
+              + " partitions instead: stateshift repartition --checkpoint "
+              + files.root()
+              + " --partitions "
+              + last.fromPartitions());
     }
     if (planned != last.newBatch() || checkpoint.lastCommittedBatch() != last.newBatch()) {
-      throw Checkpoint.corrupt(files, "the logs end at batch " + planned + " but the last "
-          + "repartition committed batch " + last.newBatch());
+      throw Checkpoint.corrupt(
+          files,
+          "the logs end at batch "
+              + planned
+              + " but the last "
+              + "repartition committed batch "
+              + last.newBatch());
     }
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "rollback", assumeStopped,
-        progress)) {
-      RunningQueryCheck.refuseIfRunning(spark, files, null, assumeStopped,
-          "roll back its repartition");
+    try (CheckpointLock lock = CheckpointLock.acquire(files, "rollback", assumeStopped, progress)) {
+      RunningQueryCheck.refuseIfRunning(
+          spark, files, null, assumeStopped, "roll back its repartition");
       RepartitionJournal journal = last.withPhase(RepartitionJournal.Phase.ROLLING_BACK);
       HistoryLog.Actor actor = HistoryLog.Actor.of(spark);
       try {
         journal.save(files);
         new Rollback(spark, files, progress, actor, started).finish(journal);
       } catch (RuntimeException e) {
-        StateShiftException failure = e instanceof StateShiftException sse ? sse
-            : new StateShiftException(Reason.FAILED, String.valueOf(e.getMessage()), e);
+        StateShiftException failure =
+            e instanceof StateShiftException sse
+                ? sse
+                : new StateShiftException(Reason.FAILED, String.valueOf(e.getMessage()), e);
         if (!failure.reason().isBadInput()) {
-          HistoryLog.failed(files, io.stateshift.HistoryEntry.Kind.ROLLBACK, last.attemptId(),
-              last.toPartitions(), last.fromPartitions(), last.newBatch(), started, "", actor,
+          HistoryLog.failed(
+              files,
+              io.stateshift.HistoryEntry.Kind.ROLLBACK,
+              last.attemptId(),
+              last.toPartitions(),
+              last.fromPartitions(),
+              last.newBatch(),
+              started,
+              "",
+              actor,
               failure);
         }
         throw e;
@@ -81,8 +121,14 @@ public final class Rollback {
   }
 
   void finish(RepartitionJournal journal) {
-    progress.accept("rolling back batch " + journal.newBatch() + ": " + journal.toPartitions()
-        + " -> " + journal.fromPartitions() + " partitions");
+    progress.accept(
+        "rolling back batch "
+            + journal.newBatch()
+            + ": "
+            + journal.toPartitions()
+            + " -> "
+            + journal.fromPartitions()
+            + " partitions");
     files.deleteQuietly(files.path("commits/" + journal.newBatch()));
     // After the commit (from here Spark refuses to start until the rollback ends): a sink entry
     // outliving offsets/N+1 would make the sink skip the real batch N+1.
@@ -99,7 +145,8 @@ public final class Rollback {
     for (StatefulOperator op : Checkpoint.load(files).operatorsQuietly()) {
       files.deleteQuietly(files.path("state/" + op.id() + "/_metadata/v2/" + journal.newBatch()));
       for (int p = journal.fromPartitions(); p < journal.toPartitions(); p++) {
-        files.deleteQuietly(files.path("state/" + op.id() + "/" + p)); // partitions an increase added
+        files.deleteQuietly(
+            files.path("state/" + op.id() + "/" + p)); // partitions an increase added
       }
       for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
         Path retired = new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p);
@@ -110,8 +157,8 @@ public final class Rollback {
       }
     }
     for (Map.Entry<String, String> metadata : journal.replacedMetadata().entrySet()) {
-      files.replace(files.path("state/" + metadata.getKey() + "/_metadata/metadata"),
-          metadata.getValue());
+      files.replace(
+          files.path("state/" + metadata.getKey() + "/_metadata/metadata"), metadata.getValue());
     }
     files.deleteQuietly(files.path("offsets/" + journal.newBatch()));
     RepartitionHistory.markRolledBack(files, journal);

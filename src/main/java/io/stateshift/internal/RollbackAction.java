@@ -9,14 +9,21 @@ import org.apache.spark.sql.SparkSession;
 public final class RollbackAction {
   private RollbackAction() {}
 
-  public static RepartitionPlan run(SparkSession spark, String checkpointLocation,
-      boolean assumeStopped) {
+  public static RepartitionPlan run(
+      SparkSession spark, String checkpointLocation, boolean assumeStopped) {
     CheckpointFiles files =
         CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     RepartitionJournal undone = Rollback.run(spark, files, assumeStopped, message -> {});
     Checkpoint checkpoint = Checkpoint.load(files);
-    return new RepartitionPlan(files.root().toString(), checkpoint.queryId(), "",
-        undone.toPartitions(), undone.fromPartitions(), checkpoint.lastCommittedBatch(),
-        undone.newBatch(), List.of(), Optional.empty());
+    return new RepartitionPlan(
+        files.root().toString(),
+        checkpoint.queryId(),
+        "",
+        undone.toPartitions(),
+        undone.fromPartitions(),
+        checkpoint.lastCommittedBatch(),
+        undone.newBatch(),
+        List.of(),
+        Optional.empty());
   }
 }

@@ -19,11 +19,12 @@ import org.apache.spark.sql.streaming.StreamingQuery;
  *
  * <ol>
  *   <li>a query of this Spark application is active on the checkpoint;
- *   <li>a query in any process holds the {@link QueryLease} (queries run with StateShiftExtensions);
- *   <li>for queries run without the extension, a guess: the offset or commit log was written
- *       within the last {@link #DEFAULT_RECENT_WRITE_WINDOW_MS} ms. Unless explained (the query ran
- *       in this process and had ended by then, or an expired lease shows its holder died), this is refused;
- *       {@code assumeStopped} overrides it for a user who knows the query is stopped.
+ *   <li>a query in any process holds the {@link QueryLease} (queries run with
+ *       StateShiftExtensions);
+ *   <li>for queries run without the extension, a guess: the offset or commit log was written within
+ *       the last {@link #DEFAULT_RECENT_WRITE_WINDOW_MS} ms. Unless explained (the query ran in
+ *       this process and had ended by then, or an expired lease shows its holder died), this is
+ *       refused; {@code assumeStopped} overrides it for a user who knows the query is stopped.
  * </ol>
  *
  * The on-demand path (a query repartitioning its own checkpoint as it starts) skips the guess: the
@@ -34,8 +35,12 @@ final class RunningQueryCheck {
 
   private RunningQueryCheck() {}
 
-  static void refuseIfRunning(SparkSession spark, CheckpointFiles files, UUID startingQuery,
-      boolean assumeStopped, String action) {
+  static void refuseIfRunning(
+      SparkSession spark,
+      CheckpointFiles files,
+      UUID startingQuery,
+      boolean assumeStopped,
+      String action) {
     for (StreamingQuery query : spark.streams().active()) {
       if (query.id().equals(startingQuery)) {
         continue;
@@ -43,9 +48,16 @@ final class RunningQueryCheck {
       if (query instanceof StreamingQueryWrapper wrapper) {
         Path running = new Path(wrapper.streamingQuery().resolvedCheckpointRoot());
         if (files.root().equals(running)) {
-          throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
-              "Query " + query.id() + " is running on checkpoint " + files.root() + ". Stop it "
-                  + "(query.stop()) before you " + action + ".");
+          throw new StateShiftException(
+              Reason.CHECKPOINT_IN_USE,
+              "Query "
+                  + query.id()
+                  + " is running on checkpoint "
+                  + files.root()
+                  + ". Stop it "
+                  + "(query.stop()) before you "
+                  + action
+                  + ".");
         }
       }
     }
@@ -62,18 +74,30 @@ final class RunningQueryCheck {
       return;
     }
     long ageMs = System.currentTimeMillis() - newest.get().getModificationTime();
-    if (ageMs >= window || QueryLease.expiredLeasePresent(files)
-        || QueryLease.stoppedInThisProcessBy(Checkpoint.load(files).queryId(),
-            newest.get().getModificationTime())) {
+    if (ageMs >= window
+        || QueryLease.expiredLeasePresent(files)
+        || QueryLease.stoppedInThisProcessBy(
+            Checkpoint.load(files).queryId(), newest.get().getModificationTime())) {
       return;
     }
-    throw new StateShiftException(Reason.CHECKPOINT_IN_USE,
-        "A streaming query may still be running on checkpoint " + files.root() + ": "
-            + files.relativize(newest.get().getPath()) + " was written " + ageMs / 1000
-            + " s ago (" + Instant.ofEpochMilli(newest.get().getModificationTime()) + "), and a "
+    throw new StateShiftException(
+        Reason.CHECKPOINT_IN_USE,
+        "A streaming query may still be running on checkpoint "
+            + files.root()
+            + ": "
+            + files.relativize(newest.get().getPath())
+            + " was written "
+            + ageMs / 1000
+            + " s ago ("
+            + Instant.ofEpochMilli(newest.get().getModificationTime())
+            + "), and a "
             + "query running without StateShiftExtensions holds no lease to tell. Stop the query "
             + "first. If it is stopped (or crashed), pass --assume-stopped (API: assumeStopped()) "
-            + "to " + action + " now, or wait " + (window - ageMs + 999) / 1000 + " s.");
+            + "to "
+            + action
+            + " now, or wait "
+            + (window - ageMs + 999) / 1000
+            + " s.");
   }
 
   /**
@@ -81,8 +105,8 @@ final class RunningQueryCheck {
    * last repartition's own batch: stateshift wrote them, no query did.
    */
   private static Optional<FileStatus> newestLogFile(CheckpointFiles files) {
-    String ownBatch = RepartitionHistory.latest(files)
-        .map(last -> Long.toString(last.newBatch())).orElse(null);
+    String ownBatch =
+        RepartitionHistory.latest(files).map(last -> Long.toString(last.newBatch())).orElse(null);
     return java.util.stream.Stream.of("offsets", "commits")
         .flatMap(dir -> files.list(files.path(dir)).stream())
         .filter(FileStatus::isFile)

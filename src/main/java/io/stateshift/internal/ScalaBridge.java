@@ -5,7 +5,9 @@ import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
-/** The few conversions Java needs to call Spark's Scala APIs; kept here so the rest reads as Java. */
+/**
+ * The few conversions Java needs to call Spark's Scala APIs; kept here so the rest reads as Java.
+ */
 final class ScalaBridge {
   private ScalaBridge() {}
 

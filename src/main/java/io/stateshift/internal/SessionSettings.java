@@ -5,10 +5,10 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * Where stateshift reads its settings, so that they reach every process of a cluster: the
- * session's Hadoop configuration for files (credentials a user sets on the session, not only on
- * the context), and Spark's conf for switches that tasks read (a {@code -D} on the driver's
- * command line never reaches an executor).
+ * Where stateshift reads its settings, so that they reach every process of a cluster: the session's
+ * Hadoop configuration for files (credentials a user sets on the session, not only on the context),
+ * and Spark's conf for switches that tasks read (a {@code -D} on the driver's command line never
+ * reaches an executor).
  */
 public final class SessionSettings {
   private SessionSettings() {}

@@ -7,8 +7,8 @@ import java.util.Optional;
 /**
  * Batches of a checkpoint that its file sink's log lacks. A repartition batch (ours or Spark's
  * built-in runner's) is a copy of the batch before it with another layout: it read no input and
- * wrote no output, so an empty entry is its true record, and one that is missing can be filled.
- * Any other missing entry stands for output the log has lost, which nothing can fill.
+ * wrote no output, so an empty entry is its true record, and one that is missing can be filled. Any
+ * other missing entry stands for output the log has lost, which nothing can fill.
  */
 public final class SinkLogGaps {
   private SinkLogGaps() {}
@@ -18,8 +18,8 @@ public final class SinkLogGaps {
 
   /**
    * Missing entries between the log's last compaction and its latest entry (they already break
-   * readers), and committed batches after its latest entry that the sink will never see (they
-   * break compaction and readers as soon as the sink writes its next batch).
+   * readers), and committed batches after its latest entry that the sink will never see (they break
+   * compaction and readers as soon as the sink writes its next batch).
    */
   public static List<Gap> find(Checkpoint checkpoint, FileSinkLog log) {
     List<Gap> gaps = new ArrayList<>();
@@ -35,8 +35,8 @@ public final class SinkLogGaps {
   }
 
   /** The logs of the file sinks given (output folders or log folders) and the one on record. */
-  public static List<FileSinkLog> logs(org.apache.spark.sql.SparkSession spark,
-      CheckpointFiles files, List<String> given) {
+  public static List<FileSinkLog> logs(
+      org.apache.spark.sql.SparkSession spark, CheckpointFiles files, List<String> given) {
     java.util.Map<String, FileSinkLog> logs = new java.util.LinkedHashMap<>();
     List<String> locations = new ArrayList<>(given);
     FileSinkRecord.read(files).ifPresent(locations::add);
@@ -48,8 +48,8 @@ public final class SinkLogGaps {
   }
 
   /** Writes an empty entry for every fillable gap of one file sink's log. */
-  public static io.stateshift.SinkLogRepair repair(org.apache.spark.sql.SparkSession spark,
-      String checkpointLocation, String fileSinkOutput) {
+  public static io.stateshift.SinkLogRepair repair(
+      org.apache.spark.sql.SparkSession spark, String checkpointLocation, String fileSinkOutput) {
     CheckpointFiles files =
         CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
@@ -68,18 +68,33 @@ public final class SinkLogGaps {
   }
 
   private static Gap classify(Checkpoint checkpoint, long id, boolean breaksReadersNow) {
-    String effect = breaksReadersNow
-        ? "every batch read of the output and the sink's next compaction fail on it"
-        : "the sink's next compaction and reads after its next batch will fail on it";
+    String effect =
+        breaksReadersNow
+            ? "every batch read of the output and the sink's next compaction fail on it"
+            : "the sink's next compaction and reads after its next batch will fail on it";
     if (isRepartitionBatch(checkpoint, id)) {
-      return new Gap(id, true, "batch " + id + " is a repartition batch (it read no input) and "
-          + "has no entry in the file sink's log; " + effect + ". An empty entry is its true "
-          + "record: 'stateshift repair-sink-log' writes it, and a restart with "
-          + "StateShiftExtensions does so itself");
+      return new Gap(
+          id,
+          true,
+          "batch "
+              + id
+              + " is a repartition batch (it read no input) and "
+              + "has no entry in the file sink's log; "
+              + effect
+              + ". An empty entry is its true "
+              + "record: 'stateshift repair-sink-log' writes it, and a restart with "
+              + "StateShiftExtensions does so itself");
     }
-    return new Gap(id, false, "batch " + id + " read input but has no entry in the file sink's "
-        + "log; " + effect + ". Its output is not recorded and cannot be restored from the "
-        + "checkpoint: restore the sink's _spark_metadata folder from a backup");
+    return new Gap(
+        id,
+        false,
+        "batch "
+            + id
+            + " read input but has no entry in the file sink's "
+            + "log; "
+            + effect
+            + ". Its output is not recorded and cannot be restored from the "
+            + "checkpoint: restore the sink's _spark_metadata folder from a backup");
   }
 
   /**
@@ -92,7 +107,8 @@ public final class SinkLogGaps {
     }
     Optional<OffsetLogEntry> entry = offsets(checkpoint, id);
     Optional<OffsetLogEntry> before = offsets(checkpoint, id - 1);
-    return entry.isPresent() && before.isPresent()
+    return entry.isPresent()
+        && before.isPresent()
         && entry.get().sourceOffsets().equals(before.get().sourceOffsets())
         && entry.get().batchWatermarkMs() == before.get().batchWatermarkMs()
         && entry.get().batchTimestampMs() == before.get().batchTimestampMs();

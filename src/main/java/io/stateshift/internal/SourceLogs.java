@@ -13,10 +13,10 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 
 /**
- * Reads what a checkpoint records about its sources: the file source's log under
- * {@code sources/<i>/} (one file per source batch, every tenth compacted into
- * {@code <batch>.compact} holding all entries so far, each entry tagged with its batch id) and
- * the Kafka source's initial offsets ({@code sources/<i>/0}).
+ * Reads what a checkpoint records about its sources: the file source's log under {@code
+ * sources/<i>/} (one file per source batch, every tenth compacted into {@code <batch>.compact}
+ * holding all entries so far, each entry tagged with its batch id) and the Kafka source's initial
+ * offsets ({@code sources/<i>/0}).
  */
 public final class SourceLogs {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -57,7 +57,8 @@ public final class SourceLogs {
       Map.Entry<String, JsonNode> topic = topics.next();
       for (Iterator<Map.Entry<String, JsonNode>> p = topic.getValue().fields(); p.hasNext(); ) {
         Map.Entry<String, JsonNode> partition = p.next();
-        JsonNode start = before == null ? null : before.path(topic.getKey()).get(partition.getKey());
+        JsonNode start =
+            before == null ? null : before.path(topic.getKey()).get(partition.getKey());
         long from = start == null || start.asLong() < 0 ? 0 : start.asLong();
         total += Math.max(0, partition.getValue().asLong() - from);
       }
@@ -82,12 +83,12 @@ public final class SourceLogs {
   }
 
   /**
-   * The files the file source {@code index} took in, in source batches
-   * {@code (afterBatch, upToBatch]}, read from the newest compact file at or below
-   * {@code upToBatch} when it covers the range, and the per-batch files after it.
+   * The files the file source {@code index} took in, in source batches {@code (afterBatch,
+   * upToBatch]}, read from the newest compact file at or below {@code upToBatch} when it covers the
+   * range, and the per-batch files after it.
    */
-  public static List<FileEntry> fileEntries(CheckpointFiles files, int index, long afterBatch,
-      long upToBatch) {
+  public static List<FileEntry> fileEntries(
+      CheckpointFiles files, int index, long afterBatch, long upToBatch) {
     Path dir = files.path("sources/" + index);
     TreeMap<Long, Path> batchFiles = new TreeMap<>();
     for (FileStatus status : files.list(dir)) {
@@ -99,8 +100,8 @@ public final class SourceLogs {
     List<FileEntry> out = new ArrayList<>();
     // The newest compact file in range holds every entry up to its batch.
     Long compact = null;
-    for (Map.Entry<Long, Path> e : batchFiles.subMap(afterBatch, false, upToBatch, true)
-        .descendingMap().entrySet()) {
+    for (Map.Entry<Long, Path> e :
+        batchFiles.subMap(afterBatch, false, upToBatch, true).descendingMap().entrySet()) {
       if (e.getValue().getName().endsWith(".compact")) {
         compact = e.getKey();
         break;

@@ -15,7 +15,10 @@ public final class SparkCalls {
    */
   public static List<StreamingQueryListener> loadStreamingQueryListeners(SparkConf conf) {
     String names = conf.get("spark.sql.streaming.streamingQueryListeners", "");
-    return ScalaBridge.javaList(org.apache.spark.util.Utils.loadExtensions(
-        StreamingQueryListener.class, ScalaBridge.seq(List.of(names.split("\\s*,\\s*"))), conf));
+    return ScalaBridge.javaList(
+        org.apache.spark.util.Utils.loadExtensions(
+            StreamingQueryListener.class,
+            ScalaBridge.seq(List.of(names.split("\\s*,\\s*"))),
+            conf));
   }
 }

@@ -12,8 +12,8 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
 
 /**
  * First uses of Spark code that a fresh command would otherwise pay on its critical path, for the
- * command line to run ahead on the spare core while the main thread starts Spark. Each is the
- * same call Spark makes itself, on a throwaway input; none changes any state a command reads.
+ * command line to run ahead on the spare core while the main thread starts Spark. Each is the same
+ * call Spark makes itself, on a throwaway input; none changes any state a command reads.
  */
 public final class StartupWarmup {
   private StartupWarmup() {}
@@ -38,9 +38,10 @@ public final class StartupWarmup {
     dir.deleteOnExit();
     file.deleteOnExit();
     try {
-      List<RocksDBImmutableFile> files = List.of(
-          new RocksDBSstFile("000001.sst", "000001-warmup.sst", 1L),
-          new RocksDBLogFile("000002.log", "000002-warmup.log", 1L));
+      List<RocksDBImmutableFile> files =
+          List.of(
+              new RocksDBSstFile("000001.sst", "000001-warmup.sst", 1L),
+              new RocksDBLogFile("000002.log", "000002-warmup.log", 1L));
       RocksDBCheckpointMetadata written =
           RocksDBCheckpointMetadata$.MODULE$.apply(ScalaBridge.seq(files), 1L);
       written.writeToFile(file);

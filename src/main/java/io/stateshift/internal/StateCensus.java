@@ -33,8 +33,14 @@ final class StateCensus implements Serializable {
   private final long version;
   private final StateCheckpointIds checkpointIds;
 
-  StateCensus(String stateRoot, StateStoreConf storeConf, Configuration hadoopConf,
-      List<StoreSpec> stores, int partitions, long version, StateCheckpointIds checkpointIds) {
+  StateCensus(
+      String stateRoot,
+      StateStoreConf storeConf,
+      Configuration hadoopConf,
+      List<StoreSpec> stores,
+      int partitions,
+      long version,
+      StateCheckpointIds checkpointIds) {
     this.checkpointIds = checkpointIds;
     this.stateRoot = stateRoot;
     this.storeConf = storeConf;
@@ -47,8 +53,14 @@ final class StateCensus implements Serializable {
   /** A census of the layout's stores at the state of its last committed batch. */
   static List<Count> of(SparkSession spark, StateLayout layout) {
     CheckpointFiles files = layout.checkpoint().files();
-    return new StateCensus(files.path("state").toString(), layout.storeConf(), files.conf(),
-        layout.stores(), layout.partitions(), layout.lastCommitted() + 1, layout.checkpointIds())
+    return new StateCensus(
+            files.path("state").toString(),
+            layout.storeConf(),
+            files.conf(),
+            layout.stores(),
+            layout.partitions(),
+            layout.lastCommitted() + 1,
+            layout.checkpointIds())
         .run(spark);
   }
 
@@ -64,7 +76,9 @@ final class StateCensus implements Serializable {
       return List.of();
     }
     return JavaSparkContext.fromSparkContext(spark.sparkContext())
-        .parallelize(tasks, tasks.size()).map(this::count).collect();
+        .parallelize(tasks, tasks.size())
+        .map(this::count)
+        .collect();
   }
 
   private Count count(Task task) {
@@ -72,11 +86,12 @@ final class StateCensus implements Serializable {
     if (spec.hasColumnFamilies()) {
       return countColumnFamilies(task, spec);
     }
-    StateStoreProvider provider = StateStores.open(stateRoot, spec, task.partition(), storeConf,
-        hadoopConf.value());
+    StateStoreProvider provider =
+        StateStores.open(stateRoot, spec, task.partition(), storeConf, hadoopConf.value());
     try {
-      ReadStateStore store = StateStores.loadToRead(provider, version,
-          StateStores.checkpointId(checkpointIds, spec, task.partition()));
+      ReadStateStore store =
+          StateStores.loadToRead(
+              provider, version, StateStores.checkpointId(checkpointIds, spec, task.partition()));
       try {
         StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
         StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, partitions);
@@ -103,9 +118,15 @@ final class StateCensus implements Serializable {
 
   /** The same for a store with several column families: every entry of every family counts. */
   private Count countColumnFamilies(Task task, StoreSpec spec) {
-    try (ColumnFamilyStates.Reader reader = new ColumnFamilyStates.Reader(stateRoot, spec,
-        task.partition(), version, StateStores.checkpointId(checkpointIds, spec, task.partition()),
-        storeConf, hadoopConf.value())) {
+    try (ColumnFamilyStates.Reader reader =
+        new ColumnFamilyStates.Reader(
+            stateRoot,
+            spec,
+            task.partition(),
+            version,
+            StateStores.checkpointId(checkpointIds, spec, task.partition()),
+            storeConf,
+            hadoopConf.value())) {
       long count = 0;
       long bytes = 0;
       long misplaced = 0;

@@ -14,12 +14,13 @@ import scala.Option;
 /**
  * State checkpoint format v2 ({@code spark.sql.streaming.stateStore.checkpointFormatVersion=2}):
  * each commit log entry names, per operator, partition and store, the unique id of the state
- * version that batch committed ({@code stateUniqueIds}), and RocksDB names its files
- * {@code <version>_<id>.zip} / {@code .changelog}. A version can only be loaded by that id, and a
- * batch's commit must name the ids of the files it wrote. Format v1 has no ids.
+ * version that batch committed ({@code stateUniqueIds}), and RocksDB names its files {@code
+ * <version>_<id>.zip} / {@code .changelog}. A version can only be loaded by that id, and a batch's
+ * commit must name the ids of the files it wrote. Format v1 has no ids.
  */
 final class StateCheckpointIds implements Serializable {
-  static final String FORMAT_VERSION_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion";
+  static final String FORMAT_VERSION_CONF =
+      "spark.sql.streaming.stateStore.checkpointFormatVersion";
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** operator id -> [partition][store position] -> unique id, as the commit records it. */
@@ -46,15 +47,19 @@ final class StateCheckpointIds implements Serializable {
     for (Map.Entry<String, JsonNode> op : node.properties()) {
       JsonNode partitions = op.getValue();
       if (!partitions.isArray()) {
-        throw new IllegalArgumentException("stateUniqueIds of operator " + op.getKey()
-            + " is not an array");
+        throw new IllegalArgumentException(
+            "stateUniqueIds of operator " + op.getKey() + " is not an array");
       }
       String[][] perPartition = new String[partitions.size()][];
       for (int p = 0; p < partitions.size(); p++) {
         JsonNode stores = partitions.get(p);
         if (!stores.isArray() || stores.isEmpty()) {
-          throw new IllegalArgumentException("stateUniqueIds of operator " + op.getKey()
-              + " partition " + p + " is not a non-empty array");
+          throw new IllegalArgumentException(
+              "stateUniqueIds of operator "
+                  + op.getKey()
+                  + " partition "
+                  + p
+                  + " is not a non-empty array");
         }
         perPartition[p] = new String[stores.size()];
         for (int s = 0; s < stores.size(); s++) {
@@ -86,13 +91,14 @@ final class StateCheckpointIds implements Serializable {
   }
 
   /**
-   * Where a store's id sits in a partition's array, as Spark reads it: asks Spark's own lookup
-   * with an array whose entries are their positions.
+   * Where a store's id sits in a partition's array, as Spark reads it: asks Spark's own lookup with
+   * an array whose entries are their positions.
    */
   static int storePosition(String storeName) {
     String[][] probe = {{"0", "1", "2", "3"}};
-    Option<String> position = SymmetricHashJoinStateManager$.MODULE$.getStateStoreCheckpointId(
-        storeName, 0, Option.apply(probe), false);
+    Option<String> position =
+        SymmetricHashJoinStateManager$.MODULE$.getStateStoreCheckpointId(
+            storeName, 0, Option.apply(probe), false);
     if (position.isEmpty()) {
       throw new IllegalArgumentException("no checkpoint id position for store " + storeName);
     }
@@ -127,8 +133,12 @@ final class StateCheckpointIds implements Serializable {
           ArrayNode stores = perPartition.addArray();
           for (String id : row) {
             if (id == null) {
-              throw new IllegalStateException("operator " + op.getKey() + " partition " + p
-                  + " has no checkpoint id for every store position");
+              throw new IllegalStateException(
+                  "operator "
+                      + op.getKey()
+                      + " partition "
+                      + p
+                      + " has no checkpoint id for every store position");
             }
             stores.add(id);
           }

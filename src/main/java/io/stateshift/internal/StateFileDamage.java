@@ -100,12 +100,19 @@ final class StateFileDamage {
     return refusal(checkpointRoot, damaged.file, describe(damaged.getCause()), damaged);
   }
 
-  static StateShiftException refusal(String checkpointRoot, String file, String problem,
-      Throwable cause) {
-    return new StateShiftException(Reason.CORRUPT_CHECKPOINT, "The state file "
-        + PlacementCheck.relative(checkpointRoot, file) + " of checkpoint " + checkpointRoot
-        + " is damaged: it cannot be read (" + problem + "). Restore the checkpoint from a "
-        + "backup. The checkpoint was not changed.", cause);
+  static StateShiftException refusal(
+      String checkpointRoot, String file, String problem, Throwable cause) {
+    return new StateShiftException(
+        Reason.CORRUPT_CHECKPOINT,
+        "The state file "
+            + PlacementCheck.relative(checkpointRoot, file)
+            + " of checkpoint "
+            + checkpointRoot
+            + " is damaged: it cannot be read ("
+            + problem
+            + "). Restore the checkpoint from a "
+            + "backup. The checkpoint was not changed.",
+        cause);
   }
 
   /** The first {@link DamagedFile} in a chain of causes, or null. */

@@ -29,8 +29,14 @@ import org.apache.spark.sql.internal.SQLConf;
  * The state layout of a checkpoint at its last committed batch, validated: partition count,
  * provider and its conf, operators and the schema of every store.
  */
-record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, String provider,
-    List<StatefulOperator> operators, List<StoreSpec> stores, StateStoreConf storeConf,
+record StateLayout(
+    Checkpoint checkpoint,
+    long lastCommitted,
+    int partitions,
+    String provider,
+    List<StatefulOperator> operators,
+    List<StoreSpec> stores,
+    StateStoreConf storeConf,
     StateCheckpointIds checkpointIds) {
 
   static final String HDFS_PROVIDER =
@@ -41,19 +47,37 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
   static final String SESSION_WINDOW = "sessionWindowStateStoreSaveExec";
   static final String FLAT_MAP_GROUPS_WITH_STATE = "flatMapGroupsWithState";
   static final String TRANSFORM_WITH_STATE = "transformWithStateExec";
+
   /** Spark's operator names (operator metadata) of the operators stateshift repartitions. */
-  static final Set<String> SUPPORTED_OPERATORS = Set.of("stateStoreSave", "dedupe",
-      "dedupeWithinWatermark", SESSION_WINDOW, FLAT_MAP_GROUPS_WITH_STATE, JOIN,
-      TRANSFORM_WITH_STATE);
+  static final Set<String> SUPPORTED_OPERATORS =
+      Set.of(
+          "stateStoreSave",
+          "dedupe",
+          "dedupeWithinWatermark",
+          SESSION_WINDOW,
+          FLAT_MAP_GROUPS_WITH_STATE,
+          JOIN,
+          TRANSFORM_WITH_STATE);
+
   /** What users know them as, for error messages. */
-  static final String SUPPORTED_DESCRIPTION = "streaming aggregations (stateStoreSave), "
-      + "dropDuplicates (dedupe), dropDuplicatesWithinWatermark (dedupeWithinWatermark), session "
-      + "windows (" + SESSION_WINDOW + "), mapGroupsWithState / flatMapGroupsWithState ("
-      + FLAT_MAP_GROUPS_WITH_STATE + "), transformWithState (" + TRANSFORM_WITH_STATE + ") and "
-      + "stream-stream joins (" + JOIN + ", join state formats 1, 2 and 3)";
+  static final String SUPPORTED_DESCRIPTION =
+      "streaming aggregations (stateStoreSave), "
+          + "dropDuplicates (dedupe), dropDuplicatesWithinWatermark (dedupeWithinWatermark), session "
+          + "windows ("
+          + SESSION_WINDOW
+          + "), mapGroupsWithState / flatMapGroupsWithState ("
+          + FLAT_MAP_GROUPS_WITH_STATE
+          + "), transformWithState ("
+          + TRANSFORM_WITH_STATE
+          + ") and "
+          + "stream-stream joins ("
+          + JOIN
+          + ", join state formats 1, 2 and 3)";
+
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
   static final String FMGWS_FORMAT =
       "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion";
+
   /** The join format Spark assumes for checkpoints that do not record one (Spark 2.3). */
   private static final int LEGACY_JOIN_FORMAT = 1;
 
@@ -83,63 +107,95 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
    * of the last committed batch is read: the on-demand path checks a checkpoint this way before it
    * lets the pending batch run.
    */
-  static StateLayout read(SparkSession spark, Checkpoint checkpoint, boolean requireSupported,
+  static StateLayout read(
+      SparkSession spark,
+      Checkpoint checkpoint,
+      boolean requireSupported,
       boolean allowPendingBatch) {
     return read(spark, checkpoint, requireSupported, allowPendingBatch, false);
   }
 
   /**
-   * The layout as the doctor reads it: a pending batch is accepted and partition folders beyond
-   * the recorded count are left for the doctor to report instead of refusing the checkpoint.
+   * The layout as the doctor reads it: a pending batch is accepted and partition folders beyond the
+   * recorded count are left for the doctor to report instead of refusing the checkpoint.
    */
   static StateLayout readForDiagnosis(SparkSession spark, Checkpoint checkpoint) {
     return read(spark, checkpoint, false, checkpoint.lastCommittedBatch() >= 0, true);
   }
 
-  private static StateLayout read(SparkSession spark, Checkpoint checkpoint,
-      boolean requireSupported, boolean allowPendingBatch, boolean tolerateExtraFolders) {
+  private static StateLayout read(
+      SparkSession spark,
+      Checkpoint checkpoint,
+      boolean requireSupported,
+      boolean allowPendingBatch,
+      boolean tolerateExtraFolders) {
     CheckpointFiles files = checkpoint.files();
     long committed = checkpoint.lastCommittedBatch();
     long planned = checkpoint.lastPlannedBatch();
     if (committed < 0 && allowPendingBatch) {
-      throw new StateShiftException(Reason.UNCOMMITTED_BATCH,
-          "Checkpoint " + files.root() + " has no committed batch yet. Run the query until it "
+      throw new StateShiftException(
+          Reason.UNCOMMITTED_BATCH,
+          "Checkpoint "
+              + files.root()
+              + " has no committed batch yet. Run the query until it "
               + "commits one batch, stop it, then change the partition count.");
     }
     if (planned < 0) {
-      throw new StateShiftException(Reason.UNCOMMITTED_BATCH,
-          "Checkpoint " + files.root() + " has no batch yet. Run the query until it commits one "
+      throw new StateShiftException(
+          Reason.UNCOMMITTED_BATCH,
+          "Checkpoint "
+              + files.root()
+              + " has no batch yet. Run the query until it commits one "
               + "batch, stop it, then repartition.");
     }
     if (committed < planned && !allowPendingBatch) {
-      throw new StateShiftException(Reason.UNCOMMITTED_BATCH,
-          "The last planned batch " + planned + " of checkpoint " + files.root() + " was not "
-              + "committed (last committed: " + committed + "). Its state must be completed with "
+      throw new StateShiftException(
+          Reason.UNCOMMITTED_BATCH,
+          "The last planned batch "
+              + planned
+              + " of checkpoint "
+              + files.root()
+              + " was not "
+              + "committed (last committed: "
+              + committed
+              + "). Its state must be completed with "
               + "the old layout first, or an exactly-once sink could see its output twice. Start "
-              + "the query once without changes so it finishes batch " + planned + ", stop it, "
+              + "the query once without changes so it finishes batch "
+              + planned
+              + ", stop it, "
               + "then repartition.");
     }
     List<StatefulOperator> operators = checkpoint.operators();
     if (operators.isEmpty()) {
-      throw new StateShiftException(Reason.STATELESS_QUERY,
-          "Checkpoint " + files.root() + " belongs to a stateless query (no state/ folder): "
+      throw new StateShiftException(
+          Reason.STATELESS_QUERY,
+          "Checkpoint "
+              + files.root()
+              + " belongs to a stateless query (no state/ folder): "
               + "there is no state to repartition. Change spark.sql.shuffle.partitions instead.");
     }
     OffsetLogEntry offsets = checkpoint.offsets(committed);
     checkpoint.commitText(committed);
     int partitions = offsets.shufflePartitions();
     if (partitions <= 0) {
-      throw Checkpoint.corrupt(files, "offsets/" + committed + " records no valid "
-          + OffsetLogEntry.SHUFFLE_PARTITIONS);
+      throw Checkpoint.corrupt(
+          files, "offsets/" + committed + " records no valid " + OffsetLogEntry.SHUFFLE_PARTITIONS);
     }
     Map<String, String> conf = offsets.conf();
     int joinFormat = joinFormat(files, conf, committed);
     if (requireSupported) {
       for (StatefulOperator op : operators) {
         if (!SUPPORTED_OPERATORS.contains(op.name())) {
-          throw new StateShiftException(Reason.UNSUPPORTED_OPERATOR,
-              "Operator " + op.id() + " (" + op.name() + ") cannot be repartitioned by this "
-                  + "version of stateshift; supported are " + SUPPORTED_DESCRIPTION + ". The "
+          throw new StateShiftException(
+              Reason.UNSUPPORTED_OPERATOR,
+              "Operator "
+                  + op.id()
+                  + " ("
+                  + op.name()
+                  + ") cannot be repartitioned by this "
+                  + "version of stateshift; supported are "
+                  + SUPPORTED_DESCRIPTION
+                  + ". The "
                   + "checkpoint was not changed. To change the partition count of this query, "
                   + "start it on a new checkpoint with the new spark.sql.shuffle.partitions.");
         }
@@ -155,25 +211,36 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     // restarted query places new rows the same way (OffsetLogEntry.withShufflePartitions).
     String provider = Optional.ofNullable(offsets.providerClass()).orElse(HDFS_PROVIDER);
     if (!provider.equals(HDFS_PROVIDER) && !provider.equals(ROCKSDB_PROVIDER)) {
-      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
-          "State store provider " + provider + " is not supported; stateshift repartitions the "
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "State store provider "
+              + provider
+              + " is not supported; stateshift repartitions the "
               + "HDFS-backed and RocksDB providers.");
     }
     StateCheckpointIds checkpointIds = checkpoint.checkpointIds(committed);
     if (checkpointIds != null) {
       checkCheckpointIds(files, checkpointIds, operators, partitions, provider, committed);
     }
-    checkPartitionFolders(files, operators, partitions, committed + 1,
-        provider.equals(ROCKSDB_PROVIDER), checkpointIds, tolerateExtraFolders);
-    SQLConf sqlConf = ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf()
-        .clone();
+    checkPartitionFolders(
+        files,
+        operators,
+        partitions,
+        committed + 1,
+        provider.equals(ROCKSDB_PROVIDER),
+        checkpointIds,
+        tolerateExtraFolders);
+    SQLConf sqlConf =
+        ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf().clone();
     conf.forEach(sqlConf::setConfString);
     // Not in the offset log: the commit log tells the format, and the stores must use the same one.
-    sqlConf.setConfString(StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
+    sqlConf.setConfString(
+        StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
     StateStoreConf storeConf =
         new StateStoreConf(sqlConf, scala.collection.immutable.Map$.MODULE$.empty());
     if (storeConf.rowChecksumEnabled() && !provider.equals(ROCKSDB_PROVIDER)) {
-      throw new StateShiftException(Reason.UNSUPPORTED_CHECKPOINT,
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
           "Row checksums (spark.sql.streaming.stateStore.rowChecksum.enabled) on the HDFS-backed "
               + "store are not supported yet.");
     }
@@ -186,68 +253,115 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
       }
       if (join && joinFormat == JoinStateFormat3Layout.FORMAT) {
         for (StatefulOperator.Store store : op.stores()) {
-          stores.add(JoinStateFormat3Layout.storeSpec(checkpoint, op, store, stores.size(),
-              provider));
+          stores.add(
+              JoinStateFormat3Layout.storeSpec(checkpoint, op, store, stores.size(), provider));
         }
         continue;
       }
       if (op.name().equals(TRANSFORM_WITH_STATE)) {
         if (!provider.equals(ROCKSDB_PROVIDER)) { // Spark runs it on RocksDB only
-          throw Checkpoint.corrupt(files, "operator " + op.id() + " (transformWithState) keeps "
-              + "its state in RocksDB column families, but the offset log names " + provider,
+          throw Checkpoint.corrupt(
+              files,
+              "operator "
+                  + op.id()
+                  + " (transformWithState) keeps "
+                  + "its state in RocksDB column families, but the offset log names "
+                  + provider,
               RESTORE);
         }
         for (StatefulOperator.Store store : op.stores()) {
-          stores.add(TransformWithStateLayout.storeSpec(checkpoint, op, store, stores.size(),
-              storeConf));
+          stores.add(
+              TransformWithStateLayout.storeSpec(checkpoint, op, store, stores.size(), storeConf));
         }
         continue;
       }
       for (StatefulOperator.Store store : op.stores()) {
         StateStoreColFamilySchema schema = readSchema(files, op, store);
-        if (requireSupported && op.name().equals(FLAT_MAP_GROUPS_WITH_STATE)
+        if (requireSupported
+            && op.name().equals(FLAT_MAP_GROUPS_WITH_STATE)
             && "1".equals(conf.getOrDefault(FMGWS_FORMAT, "1"))
             && java.util.Arrays.asList(schema.valueSchema().fieldNames())
                 .contains("timeoutTimestamp")) {
           // Spark 4.2 records this format's timeout as an int in the schema but writes a long:
           // its own row validation then rejects the state when it is read outside the query.
-          throw new StateShiftException(Reason.UNSUPPORTED_OPERATOR,
-              "Operator " + op.id() + " (flatMapGroupsWithState with a timeout) uses state format "
-                  + "1 (" + FMGWS_FORMAT + "), whose rows Spark 4.2's state validation rejects "
+          throw new StateShiftException(
+              Reason.UNSUPPORTED_OPERATOR,
+              "Operator "
+                  + op.id()
+                  + " (flatMapGroupsWithState with a timeout) uses state format "
+                  + "1 ("
+                  + FMGWS_FORMAT
+                  + "), whose rows Spark 4.2's state validation rejects "
                   + "when read outside the query; this version of stateshift repartitions "
                   + "format 1 without a timeout, and format 2 (the default). The checkpoint was "
                   + "not changed. Start the query on a new checkpoint with the new partition "
                   + "count.");
         }
-        stores.add(new StoreSpec(stores.size(), op.id(), op.name(), store.name(),
-            store.numColsPrefixKey(), schema.keySchema(), schema.valueSchema(),
-            join ? joinFormat : 0));
+        stores.add(
+            new StoreSpec(
+                stores.size(),
+                op.id(),
+                op.name(),
+                store.name(),
+                store.numColsPrefixKey(),
+                schema.keySchema(),
+                schema.valueSchema(),
+                join ? joinFormat : 0));
       }
     }
-    return new StateLayout(checkpoint, committed, partitions, provider, operators, stores,
-        storeConf, checkpointIds);
+    return new StateLayout(
+        checkpoint, committed, partitions, provider, operators, stores, storeConf, checkpointIds);
   }
 
   /** Format v2 is RocksDB only, and the ids must cover every partition of every operator. */
-  private static void checkCheckpointIds(CheckpointFiles files, StateCheckpointIds ids,
-      List<StatefulOperator> operators, int partitions, String provider, long committed) {
+  private static void checkCheckpointIds(
+      CheckpointFiles files,
+      StateCheckpointIds ids,
+      List<StatefulOperator> operators,
+      int partitions,
+      String provider,
+      long committed) {
     if (!provider.equals(ROCKSDB_PROVIDER)) {
-      throw Checkpoint.corrupt(files, "commits/" + committed + " records state checkpoint ids "
-          + "(format v2), which only the RocksDB state store writes, but the offset log names "
-          + provider, RESTORE);
+      throw Checkpoint.corrupt(
+          files,
+          "commits/"
+              + committed
+              + " records state checkpoint ids "
+              + "(format v2), which only the RocksDB state store writes, but the offset log names "
+              + provider,
+          RESTORE);
     }
     for (StatefulOperator op : operators) {
       if (ids.partitionsOf(op.id()) != partitions) {
-        throw Checkpoint.corrupt(files, "commits/" + committed + " records state checkpoint ids "
-            + "for " + Math.max(0, ids.partitionsOf(op.id())) + " partitions of operator "
-            + op.id() + ", but the offset log records " + partitions + " partitions", RESTORE);
+        throw Checkpoint.corrupt(
+            files,
+            "commits/"
+                + committed
+                + " records state checkpoint ids "
+                + "for "
+                + Math.max(0, ids.partitionsOf(op.id()))
+                + " partitions of operator "
+                + op.id()
+                + ", but the offset log records "
+                + partitions
+                + " partitions",
+            RESTORE);
       }
       for (StatefulOperator.Store store : op.stores()) {
         for (int p = 0; p < partitions; p++) {
           if (ids.idOf(op.id(), p, store.name()) == null) {
-            throw Checkpoint.corrupt(files, "commits/" + committed + " records no state "
-                + "checkpoint id for operator " + op.id() + " partition " + p + " store "
-                + store.name(), RESTORE);
+            throw Checkpoint.corrupt(
+                files,
+                "commits/"
+                    + committed
+                    + " records no state "
+                    + "checkpoint id for operator "
+                    + op.id()
+                    + " partition "
+                    + p
+                    + " store "
+                    + store.name(),
+                RESTORE);
           }
         }
       }
@@ -263,49 +377,74 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     try {
       return Integer.parseInt(value.trim());
     } catch (NumberFormatException e) {
-      throw Checkpoint.corrupt(files, "offsets/" + batch + " records " + JOIN_FORMAT + "="
-          + value + ", which is not a number", RESTORE);
+      throw Checkpoint.corrupt(
+          files,
+          "offsets/" + batch + " records " + JOIN_FORMAT + "=" + value + ", which is not a number",
+          RESTORE);
     }
   }
 
   private static final String RESTORE = Checkpoint.RESTORE;
-  private static final Pattern HDFS_FILE =
-      Pattern.compile("(\\d+)(_[^.]*)?\\.(delta|snapshot)");
-  private static final Pattern ROCKSDB_FILE =
-      Pattern.compile("(\\d+)(_[^.]*)?\\.(zip|changelog)");
+  private static final Pattern HDFS_FILE = Pattern.compile("(\\d+)(_[^.]*)?\\.(delta|snapshot)");
+  private static final Pattern ROCKSDB_FILE = Pattern.compile("(\\d+)(_[^.]*)?\\.(zip|changelog)");
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /**
-   * Checks, from listings and the small RocksDB version files only, that every partition holds
-   * the files Spark needs to load the state of the last committed batch (version {@code version}):
-   * the newest snapshot at or below it and every delta or changelog after that snapshot, none of
-   * them empty; for RocksDB, every SST and log file the snapshot's zip names, with the size the
-   * zip records. Damage found here is refused before anything is written.
+   * Checks, from listings and the small RocksDB version files only, that every partition holds the
+   * files Spark needs to load the state of the last committed batch (version {@code version}): the
+   * newest snapshot at or below it and every delta or changelog after that snapshot, none of them
+   * empty; for RocksDB, every SST and log file the snapshot's zip names, with the size the zip
+   * records. Damage found here is refused before anything is written.
    */
-  private static void checkPartitionFolders(CheckpointFiles files, List<StatefulOperator> operators,
-      int partitions, long version, boolean rocksDb, StateCheckpointIds checkpointIds,
+  private static void checkPartitionFolders(
+      CheckpointFiles files,
+      List<StatefulOperator> operators,
+      int partitions,
+      long version,
+      boolean rocksDb,
+      StateCheckpointIds checkpointIds,
       boolean tolerateExtraFolders) {
     for (StatefulOperator op : operators) {
-      for (FileStatus child : tolerateExtraFolders ? List.<FileStatus>of()
-          : files.list(files.path("state/" + op.id()))) {
+      for (FileStatus child :
+          tolerateExtraFolders
+              ? List.<FileStatus>of()
+              : files.list(files.path("state/" + op.id()))) {
         String name = child.getPath().getName();
         if (name.matches("\\d+") && Integer.parseInt(name) >= partitions) {
-          throw Checkpoint.corrupt(files, "state/" + op.id() + "/" + name + " is a partition "
-              + "folder beyond the " + partitions + " partitions the offset log records", RESTORE);
+          throw Checkpoint.corrupt(
+              files,
+              "state/"
+                  + op.id()
+                  + "/"
+                  + name
+                  + " is a partition "
+                  + "folder beyond the "
+                  + partitions
+                  + " partitions the offset log records",
+              RESTORE);
         }
       }
       for (StatefulOperator.Store store : op.stores()) {
         for (int p = 0; p < partitions; p++) {
           String dir = StatefulOperator.storeDir(op.id(), p, store.name());
           if (!files.isDirectory(files.path(dir))) {
-            throw Checkpoint.corrupt(files, "the partition folder " + dir + " is missing (the "
-                + "offset log records " + partitions + " partitions, so it holds the state of "
-                + "partition " + p + ")", RESTORE);
+            throw Checkpoint.corrupt(
+                files,
+                "the partition folder "
+                    + dir
+                    + " is missing (the "
+                    + "offset log records "
+                    + partitions
+                    + " partitions, so it holds the state of "
+                    + "partition "
+                    + p
+                    + ")",
+                RESTORE);
           }
           Map<String, Long> sizes = fileSizes(files, dir);
           if (checkpointIds != null) {
-            checkRocksDbFilesById(files, dir, sizes, version,
-                checkpointIds.idOf(op.id(), p, store.name()));
+            checkRocksDbFilesById(
+                files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()));
           } else if (rocksDb) {
             checkRocksDbFiles(files, dir, sizes, version);
           } else {
@@ -328,11 +467,16 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
 
   /**
    * Spark loads a version from the newest full snapshot at or below it (version 0 is the empty
-   * state) and the incremental files of every version after it: checks those are all there and
-   * not empty. Returns the name of the snapshot file used, or null when the chain starts empty.
+   * state) and the incremental files of every version after it: checks those are all there and not
+   * empty. Returns the name of the snapshot file used, or null when the chain starts empty.
    */
-  private static String checkChain(CheckpointFiles files, String dir, Map<String, Long> sizes,
-      Pattern pattern, String snapshotSuffix, long version) {
+  private static String checkChain(
+      CheckpointFiles files,
+      String dir,
+      Map<String, Long> sizes,
+      Pattern pattern,
+      String snapshotSuffix,
+      long version) {
     Map<Long, String> snapshots = new HashMap<>();
     Map<Long, String> increments = new HashMap<>();
     for (String name : sizes.keySet()) {
@@ -342,14 +486,27 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
         (m.group(3).equals(snapshotSuffix) ? snapshots : increments).put(v, name);
       }
     }
-    long from = snapshots.keySet().stream().filter(v -> v <= version).mapToLong(Long::longValue)
-        .max().orElse(0);
+    long from =
+        snapshots.keySet().stream()
+            .filter(v -> v <= version)
+            .mapToLong(Long::longValue)
+            .max()
+            .orElse(0);
     for (long v = from + 1; v <= version; v++) {
       if (!increments.containsKey(v)) {
-        throw Checkpoint.corrupt(files, dir + " has no state file for version " + v
-            + (v == version ? " (the state of committed batch " + (version - 1) + ")"
-                : ", which the state of committed batch " + (version - 1) + " (version "
-                    + version + ") is built from"), RESTORE);
+        throw Checkpoint.corrupt(
+            files,
+            dir
+                + " has no state file for version "
+                + v
+                + (v == version
+                    ? " (the state of committed batch " + (version - 1) + ")"
+                    : ", which the state of committed batch "
+                        + (version - 1)
+                        + " (version "
+                        + version
+                        + ") is built from"),
+            RESTORE);
       }
       checkNotEmpty(files, dir, increments.get(v), sizes);
     }
@@ -360,8 +517,8 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     return snapshot;
   }
 
-  private static void checkNotEmpty(CheckpointFiles files, String dir, String name,
-      Map<String, Long> sizes) {
+  private static void checkNotEmpty(
+      CheckpointFiles files, String dir, String name, Map<String, Long> sizes) {
     if (sizes.get(name) == 0) {
       throw Checkpoint.corrupt(files, dir + "/" + name + " is empty (0 bytes)", RESTORE);
     }
@@ -371,8 +528,8 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
    * Format v2: the committed version is the file named by its unique id, a snapshot or a changelog
    * (whose header names the files it builds on; Spark follows that lineage when loading).
    */
-  private static void checkRocksDbFilesById(CheckpointFiles files, String dir,
-      Map<String, Long> sizes, long version, String id) {
+  private static void checkRocksDbFilesById(
+      CheckpointFiles files, String dir, Map<String, Long> sizes, long version, String id) {
     String zip = version + "_" + id + ".zip";
     String changelog = version + "_" + id + ".changelog";
     if (sizes.containsKey(zip)) {
@@ -381,13 +538,22 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     } else if (sizes.containsKey(changelog)) {
       checkNotEmpty(files, dir, changelog, sizes);
     } else {
-      throw Checkpoint.corrupt(files, dir + " has neither " + zip + " nor " + changelog
-          + ", the state of committed batch " + (version - 1) + " its commit log names", RESTORE);
+      throw Checkpoint.corrupt(
+          files,
+          dir
+              + " has neither "
+              + zip
+              + " nor "
+              + changelog
+              + ", the state of committed batch "
+              + (version - 1)
+              + " its commit log names",
+          RESTORE);
     }
   }
 
-  private static void checkRocksDbFiles(CheckpointFiles files, String dir, Map<String, Long> sizes,
-      long version) {
+  private static void checkRocksDbFiles(
+      CheckpointFiles files, String dir, Map<String, Long> sizes, long version) {
     String zip = checkChain(files, dir, sizes, ROCKSDB_FILE, "zip", version);
     if (zip == null) {
       return; // changelog checkpointing, no snapshot yet: the changelogs hold all of the state
@@ -399,8 +565,10 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
   private static void checkZipFiles(CheckpointFiles files, String dir, String zip) {
     JsonNode metadata = rocksDbZipMetadata(files, dir + "/" + zip);
     Map<String, Map<String, Long>> listings = new HashMap<>();
-    for (String[] kind : new String[][] {{"sstFiles", "dfsSstFileName", "SSTs"},
-        {"logFiles", "dfsLogFileName", "logs"}}) {
+    for (String[] kind :
+        new String[][] {
+          {"sstFiles", "dfsSstFileName", "SSTs"}, {"logFiles", "dfsLogFileName", "logs"}
+        }) {
       JsonNode list = metadata.get(kind[0]);
       if (list == null || list.isNull()) {
         continue;
@@ -409,18 +577,39 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
         String name = file.path(kind[1]).asText("");
         long expected = file.path("sizeBytes").asLong(-1);
         if (name.isEmpty()) {
-          throw Checkpoint.corrupt(files, dir + "/" + zip + " is not a RocksDB checkpoint Spark "
-              + "can read (a file entry without a name)", RESTORE);
+          throw Checkpoint.corrupt(
+              files,
+              dir
+                  + "/"
+                  + zip
+                  + " is not a RocksDB checkpoint Spark "
+                  + "can read (a file entry without a name)",
+              RESTORE);
         }
         String sub = dir + "/" + kind[2];
         Long actual = listings.computeIfAbsent(sub, d -> fileSizes(files, d)).get(name);
         if (actual == null) {
-          throw Checkpoint.corrupt(files, sub + "/" + name + ", which " + dir + "/" + zip
-              + " needs, is missing", RESTORE);
+          throw Checkpoint.corrupt(
+              files,
+              sub + "/" + name + ", which " + dir + "/" + zip + " needs, is missing",
+              RESTORE);
         }
         if (expected >= 0 && actual != expected) {
-          throw Checkpoint.corrupt(files, sub + "/" + name + " has " + actual + " bytes but "
-              + dir + "/" + zip + " records " + expected + " (truncated or replaced)", RESTORE);
+          throw Checkpoint.corrupt(
+              files,
+              sub
+                  + "/"
+                  + name
+                  + " has "
+                  + actual
+                  + " bytes but "
+                  + dir
+                  + "/"
+                  + zip
+                  + " records "
+                  + expected
+                  + " (truncated or replaced)",
+              RESTORE);
         }
       }
     }
@@ -451,39 +640,64 @@ record StateLayout(Checkpoint checkpoint, long lastCommitted, int partitions, St
     } catch (Exception e) {
       problem = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
     }
-    throw Checkpoint.corrupt(files, zip + " is not a RocksDB checkpoint Spark can read ("
-        + problem + ")", RESTORE);
+    throw Checkpoint.corrupt(
+        files, zip + " is not a RocksDB checkpoint Spark can read (" + problem + ")", RESTORE);
   }
 
-  private static StateStoreColFamilySchema readSchema(CheckpointFiles files, StatefulOperator op,
-      StatefulOperator.Store store) {
+  private static StateStoreColFamilySchema readSchema(
+      CheckpointFiles files, StatefulOperator op, StatefulOperator.Store store) {
     return readSchema(files, op.id(), store.name());
   }
 
   /** The key and value schema of a store, from the schema file Spark wrote in partition 0. */
-  static StateStoreColFamilySchema readSchema(CheckpointFiles files, long operatorId,
-      String storeName) {
+  static StateStoreColFamilySchema readSchema(
+      CheckpointFiles files, long operatorId, String storeName) {
     StatefulOperator.Store store = new StatefulOperator.Store(storeName, 0);
-    String schemaFile = StatefulOperator.storeDir(operatorId, 0, store.name()) + "/_metadata/schema";
+    String schemaFile =
+        StatefulOperator.storeDir(operatorId, 0, store.name()) + "/_metadata/schema";
     if (!files.exists(files.path(schemaFile))) {
-      throw Checkpoint.corrupt(files, "the state schema of operator " + operatorId + " store "
-          + store.name() + " (" + schemaFile + ") is missing", "Restore the checkpoint from a "
-          + "backup. (Spark writes this file unless "
-          + "spark.sql.streaming.stateStore.stateSchemaCheck is false; stateshift needs it to "
-          + "place keys.)");
+      throw Checkpoint.corrupt(
+          files,
+          "the state schema of operator "
+              + operatorId
+              + " store "
+              + store.name()
+              + " ("
+              + schemaFile
+              + ") is missing",
+          "Restore the checkpoint from a "
+              + "backup. (Spark writes this file unless "
+              + "spark.sql.streaming.stateStore.stateSchemaCheck is false; stateshift needs it to "
+              + "place keys.)");
     }
     StateStoreId id = new StateStoreId(files.path("state").toString(), operatorId, 0, store.name());
     try {
-      List<StateStoreColFamilySchema> schemas = ScalaBridge.javaList(
-          new StateSchemaCompatibilityChecker(new StateStoreProviderId(id, UUID.randomUUID()),
-              files.conf(), ScalaBridge.list(List.of()), ScalaBridge.none(), false)
-              .readSchemaFile());
-      return schemas.stream().filter(s -> s.colFamilyName().equals("default")).findFirst()
+      List<StateStoreColFamilySchema> schemas =
+          ScalaBridge.javaList(
+              new StateSchemaCompatibilityChecker(
+                      new StateStoreProviderId(id, UUID.randomUUID()),
+                      files.conf(),
+                      ScalaBridge.list(List.of()),
+                      ScalaBridge.none(),
+                      false)
+                  .readSchemaFile());
+      return schemas.stream()
+          .filter(s -> s.colFamilyName().equals("default"))
+          .findFirst()
           .orElseThrow(() -> new IllegalStateException("no default column family"));
     } catch (Exception e) { // Spark also throws checked exceptions here (EOFException, ...)
-      throw Checkpoint.corrupt(files, "the state schema of operator " + operatorId + " store "
-          + store.name() + " (" + schemaFile + ") cannot be read ("
-          + (e.getMessage() == null ? e.getClass().getName() : e.getMessage()) + ")", RESTORE);
+      throw Checkpoint.corrupt(
+          files,
+          "the state schema of operator "
+              + operatorId
+              + " store "
+              + store.name()
+              + " ("
+              + schemaFile
+              + ") cannot be read ("
+              + (e.getMessage() == null ? e.getClass().getName() : e.getMessage())
+              + ")",
+          RESTORE);
     }
   }
 }

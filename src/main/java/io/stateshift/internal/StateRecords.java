@@ -8,8 +8,8 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.unsafe.Platform;
 
 /**
- * One state entry as it travels through the shuffle, in one byte array:
- * {@code [target:int][keyLength:int][key bytes][value bytes]}. {@code target} is the (store, new
+ * One state entry as it travels through the shuffle, in one byte array: {@code
+ * [target:int][keyLength:int][key bytes][value bytes]}. {@code target} is the (store, new
  * partition) the entry goes to; key and value are either UnsafeRow bytes or, for the RocksDB fast
  * path, the bytes Spark's RocksDB encoders produce. The two ints are big-endian.
  */
@@ -64,7 +64,9 @@ final class StateRecords {
   }
 
   private static int readInt(byte[] b, int at) {
-    return (b[at] & 0xff) << 24 | (b[at + 1] & 0xff) << 16 | (b[at + 2] & 0xff) << 8
+    return (b[at] & 0xff) << 24
+        | (b[at + 1] & 0xff) << 16
+        | (b[at + 2] & 0xff) << 8
         | (b[at + 3] & 0xff);
   }
 
@@ -75,8 +77,8 @@ final class StateRecords {
   static final class KeyBytesOrder implements Comparator<byte[]>, Serializable {
     @Override
     public int compare(byte[] a, byte[] b) {
-      return Arrays.compareUnsigned(a, HEADER, HEADER + keyLength(a),
-          b, HEADER, HEADER + keyLength(b));
+      return Arrays.compareUnsigned(
+          a, HEADER, HEADER + keyLength(a), b, HEADER, HEADER + keyLength(b));
     }
   }
 

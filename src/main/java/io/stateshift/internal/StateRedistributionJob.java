@@ -13,20 +13,18 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.rdd.ShuffledRDD;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
-import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.util.CollectionAccumulator;
 import org.apache.spark.util.SerializableConfiguration;
 import org.apache.spark.util.TaskCompletionListener;
-import org.apache.spark.rdd.RDD;
-import org.apache.spark.rdd.ShuffledRDD;
 import scala.Tuple2;
 import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
@@ -42,18 +40,18 @@ import scala.reflect.ClassTag$;
 final class StateRedistributionJob implements Serializable {
 
   /**
-   * Counts of one partition of one store, read or written; for a written one under state
-   * checkpoint format v2, the unique id of the version it committed (else null).
+   * Counts of one partition of one store, read or written; for a written one under state checkpoint
+   * format v2, the unique id of the version it committed (else null).
    */
   record PartitionCount(int slot, int partition, long rows, long bytes, String checkpointId)
       implements Serializable {}
 
   /**
-   * What the job moved, per store partition on each side, and what the placement check could
-   * not verify ({@link PlacementCheck.Mode#SUBSET_ALLOWED}), one line per store partition.
+   * What the job moved, per store partition on each side, and what the placement check could not
+   * verify ({@link PlacementCheck.Mode#SUBSET_ALLOWED}), one line per store partition.
    */
-  record Outcome(List<PartitionCount> read, List<PartitionCount> written,
-      List<String> unverifiedPlacement) {}
+  record Outcome(
+      List<PartitionCount> read, List<PartitionCount> written, List<String> unverifiedPlacement) {}
 
   /**
    * A file a read task staged for one new partition (a file exchange, no shuffle): the target
@@ -71,14 +69,17 @@ final class StateRedistributionJob implements Serializable {
   private final String liveStateRoot;
   private final String stagingRoot;
   private final StateStoreConf storeConf;
+
   /** The driver's Hadoop conf; tasks read {@link #sharedHadoopConf} instead. */
   private final transient SerializableConfiguration hadoopConf;
+
   /**
    * The Hadoop conf as a broadcast, set by {@link #run}: an executor deserializes it once, and a
    * local-mode task not at all (as a field of the job it was deserialized by every task: a
    * thirtieth of a read task's CPU).
    */
   private Broadcast<SerializableConfiguration> sharedHadoopConf;
+
   private final List<StoreSpec> stores;
   private final int oldPartitions;
   private final int newPartitions;
@@ -87,18 +88,31 @@ final class StateRedistributionJob implements Serializable {
   private final boolean rocksDb;
   private final String compressionCodec;
   private final StateCheckpointIds readCheckpointIds;
+
   /** How each store's keys are checked against their old partition, by slot; absent: not. */
   private java.util.Map<Integer, PlacementCheck.Mode> placementChecks = java.util.Map.of();
+
   private CollectionAccumulator<String> placementNotes;
+
   /** For RocksDB: SST ingestion or the provider's puts; null for the HDFS-backed store. */
   private final RocksDbSnapshotWriter.Mode rocksDbMode;
+
   private CollectionAccumulator<PartitionCount> readCounts;
+
   /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
   private boolean inProcessDeletes = true;
 
-  StateRedistributionJob(String liveStateRoot, String stagingRoot, StateStoreConf storeConf,
-      Configuration hadoopConf, List<StoreSpec> stores, int oldPartitions, int newPartitions,
-      long lastCommittedBatch, boolean rocksDb, String compressionCodec,
+  StateRedistributionJob(
+      String liveStateRoot,
+      String stagingRoot,
+      StateStoreConf storeConf,
+      Configuration hadoopConf,
+      List<StoreSpec> stores,
+      int oldPartitions,
+      int newPartitions,
+      long lastCommittedBatch,
+      boolean rocksDb,
+      String compressionCodec,
       StateCheckpointIds readCheckpointIds) {
     this.readCheckpointIds = readCheckpointIds;
     this.liveStateRoot = liveStateRoot;
@@ -114,9 +128,12 @@ final class StateRedistributionJob implements Serializable {
     this.rocksDb = rocksDb;
     this.compressionCodec = compressionCodec;
     // column families (transformWithState) go through the provider's puts: see ColumnFamilyStates
-    this.rocksDbMode = !rocksDb ? null
-        : stores.stream().anyMatch(StoreSpec::hasColumnFamilies) ? RocksDbSnapshotWriter.Mode.PUTS
-        : RocksDbSnapshotWriter.mode(storeConf);
+    this.rocksDbMode =
+        !rocksDb
+            ? null
+            : stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
+                ? RocksDbSnapshotWriter.Mode.PUTS
+                : RocksDbSnapshotWriter.mode(storeConf);
   }
 
   /** The Hadoop conf, on the driver and in tasks. */
@@ -139,15 +156,17 @@ final class StateRedistributionJob implements Serializable {
     if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
       return "rocksdb-sst-ingest";
     }
-    String reason = stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
-        ? "column families" : RocksDbSnapshotWriter.reasonForPuts(storeConf);
+    String reason =
+        stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
+            ? "column families"
+            : RocksDbSnapshotWriter.reasonForPuts(storeConf);
     return "rocksdb-puts (" + reason + ")";
   }
 
   /**
    * How the read side checks, per store slot, that every key sits in the partition the recorded
-   * schema and the old count give it ({@link PlacementCheck}); the job fails (changing nothing)
-   * on the first key that does not, or notes the store where a subset placement is allowed.
+   * schema and the old count give it ({@link PlacementCheck}); the job fails (changing nothing) on
+   * the first key that does not, or notes the store where a subset placement is allowed.
    */
   StateRedistributionJob checkPlacement(java.util.Map<Integer, PlacementCheck.Mode> modes) {
     this.placementChecks = java.util.Map.copyOf(modes);
@@ -161,8 +180,8 @@ final class StateRedistributionJob implements Serializable {
       return null;
     }
     CollectionAccumulator<String> notes = placementNotes;
-    return new PlacementCheck(mode, spec, oldPartitions, partition, checkpointRoot(),
-        note -> notes.add(note));
+    return new PlacementCheck(
+        mode, spec, oldPartitions, partition, checkpointRoot(), note -> notes.add(note));
   }
 
   private String checkpointRoot() {
@@ -179,8 +198,8 @@ final class StateRedistributionJob implements Serializable {
    * RocksDB names its local copy (Spark stores local {@code 000009.sst} as {@code
    * SSTs/000009-<uuid>.sst}).
    */
-  private StateShiftException rocksDbDamage(StoreSpec spec, int partition, String source,
-      Throwable e) {
+  private StateShiftException rocksDbDamage(
+      StoreSpec spec, int partition, String source, Throwable e) {
     String problem = e.getMessage();
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof org.rocksdb.RocksDBException) {
@@ -194,8 +213,8 @@ final class StateRedistributionJob implements Serializable {
       Path ssts = new Path(new Path(checkpointRoot(), spec.dir(partition)), "SSTs");
       try {
         List<String> named = new ArrayList<>();
-        for (org.apache.hadoop.fs.FileStatus f
-            : ssts.getFileSystem(hadoopConf()).listStatus(ssts)) {
+        for (org.apache.hadoop.fs.FileStatus f :
+            ssts.getFileSystem(hadoopConf()).listStatus(ssts)) {
           if (f.getPath().getName().startsWith(sst.group(1) + "-")) {
             named.add(spec.dir(partition) + "/SSTs/" + f.getPath().getName());
           }
@@ -220,16 +239,20 @@ final class StateRedistributionJob implements Serializable {
    * chosen from the session's conf by {@link #run} and {@link #writeStrategy}.
    */
   private boolean sstExchange;
+
   private boolean hdfsExchange;
 
   private void chooseExchange(SparkSession spark) {
-    sstExchange = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-        && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
-        && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+    sstExchange =
+        rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+            && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
+            && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
     // State checkpoint format v2 names files by unique id: the provider reads those.
-    hdfsExchange = !rocksDb && readCheckpointIds == null
-        && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
-        && !"shuffle".equals(spark.conf().get(HdfsFileExchange.EXCHANGE_CONF, "files"));
+    hdfsExchange =
+        !rocksDb
+            && readCheckpointIds == null
+            && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
+            && !"shuffle".equals(spark.conf().get(HdfsFileExchange.EXCHANGE_CONF, "files"));
   }
 
   Outcome run(SparkSession spark) {
@@ -253,8 +276,11 @@ final class StateRedistributionJob implements Serializable {
       return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles, true);
     }
     if (hdfsExchange) {
-      return runFileExchange(spark, (task, scope) -> splitHdfsFiles(task),
-          (spec, partition, files, scope) -> concatenateHdfsFiles(spec, partition, files), false);
+      return runFileExchange(
+          spark,
+          (task, scope) -> splitHdfsFiles(task),
+          (spec, partition, files, scope) -> concatenateHdfsFiles(spec, partition, files),
+          false);
     }
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     readCounts = new CollectionAccumulator<>();
@@ -268,19 +294,19 @@ final class StateRedistributionJob implements Serializable {
     int targets = stores.size() * newPartitions;
     RDD<Tuple2<byte[], Object>> tagged =
         jsc.parallelize(sources, sources.size()).flatMap(this::read).rdd();
-    ShuffledRDD<byte[], Object, Object> shuffled = new ShuffledRDD<>(tagged,
-        new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
+    ShuffledRDD<byte[], Object, Object> shuffled =
+        new ShuffledRDD<>(
+            tagged, new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
     shuffled.setSerializer(new RawRecordSerializer());
     if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
       // sorted by the RocksDB key bytes within each partition; Spark's sorter spills to disk
       shuffled.setKeyOrdering(
           scala.math.Ordering$.MODULE$.comparatorToOrdering(new StateRecords.KeyBytesOrder()));
     }
-    List<PartitionCount> written = shuffled.toJavaRDD()
-        .mapPartitionsWithIndex(this::write, false)
-        .collect();
-    return new Outcome(List.copyOf(readCounts.value()), List.copyOf(written),
-        List.copyOf(placementNotes.value()));
+    List<PartitionCount> written =
+        shuffled.toJavaRDD().mapPartitionsWithIndex(this::write, false).collect();
+    return new Outcome(
+        List.copyOf(readCounts.value()), List.copyOf(written), List.copyOf(placementNotes.value()));
   }
 
   // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
@@ -291,8 +317,8 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /**
-   * Splits one old partition of a store into staged files; {@code scope} is what the task's
-   * RocksDB stores share, null for HDFS-backed ones. (The job and its methods are serializable.)
+   * Splits one old partition of a store into staged files; {@code scope} is what the task's RocksDB
+   * stores share, null for HDFS-backed ones. (The job and its methods are serializable.)
    */
   private interface ReadStep extends Serializable {
     ReadOutcome read(SourceTask task, RocksDbTaskScope scope);
@@ -300,8 +326,8 @@ final class StateRedistributionJob implements Serializable {
 
   /** Writes one new partition of a store from the files staged for it. */
   private interface WriteStep extends Serializable {
-    PartitionCount write(StoreSpec spec, int partition, List<StagedFile> files,
-        RocksDbTaskScope scope);
+    PartitionCount write(
+        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope);
   }
 
   /**
@@ -312,17 +338,20 @@ final class StateRedistributionJob implements Serializable {
    * would wait for it).
    */
   private void compilePlacementsAhead() {
-    Thread thread = new Thread(() -> {
-      try {
-        for (StoreSpec spec : stores) {
-          if (!spec.hasColumnFamilies()) {
-            new StateStores.KeyPlacement(spec, newPartitions);
-          }
-        }
-      } catch (RuntimeException | LinkageError e) {
-        // a head start only: each task compiles what it does not find
-      }
-    }, "stateshift-placement-codegen");
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                for (StoreSpec spec : stores) {
+                  if (!spec.hasColumnFamilies()) {
+                    new StateStores.KeyPlacement(spec, newPartitions);
+                  }
+                }
+              } catch (RuntimeException | LinkageError e) {
+                // a head start only: each task compiles what it does not find
+              }
+            },
+            "stateshift-placement-codegen");
     thread.setDaemon(true);
     thread.start();
   }
@@ -332,8 +361,8 @@ final class StateRedistributionJob implements Serializable {
    * write} for each (store, new partition) with the files staged for it; a task runs its share of
    * these on a few threads, with one {@link RocksDbTaskScope} when {@code rocksDbScope}.
    */
-  private Outcome runFileExchange(SparkSession spark, ReadStep split, WriteStep write,
-      boolean rocksDbScope) {
+  private Outcome runFileExchange(
+      SparkSession spark, ReadStep split, WriteStep write, boolean rocksDbScope) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     // Several stores (a join's four): a task per core, not per partition, each working through
     // its share of (store, partition) items on a few threads of its own, so that a slow store
@@ -357,14 +386,17 @@ final class StateRedistributionJob implements Serializable {
     // As many threads as stores: one old partition's stores at a time (a join's four are small;
     // a single big store is walked by one thread per core).
     int readThreads = stores.size();
-    List<ReadOutcome> reads = jsc.parallelize(sources, sources.size())
-        .flatMap(share -> {
-          beginTask();
-          try (RocksDbTaskScope scope = rocksDbScope ? taskScope(liveStateRoot) : null) {
-            return onThreads(share, readThreads, task -> split.read(task, scope)).iterator();
-          }
-        })
-        .collect();
+    List<ReadOutcome> reads =
+        jsc.parallelize(sources, sources.size())
+            .flatMap(
+                share -> {
+                  beginTask();
+                  try (RocksDbTaskScope scope = rocksDbScope ? taskScope(liveStateRoot) : null) {
+                    return onThreads(share, readThreads, task -> split.read(task, scope))
+                        .iterator();
+                  }
+                })
+            .collect();
     int targets = stores.size() * newPartitions;
     List<List<StagedFile>> filesPerTarget = new ArrayList<>();
     for (int t = 0; t < targets; t++) {
@@ -377,11 +409,14 @@ final class StateRedistributionJob implements Serializable {
     }
     // A write mostly waits (RocksDB open, ingest, upload: file creation and fsyncs), so each task
     // writes several new partitions at once.
-    int partitionsAtOnce = Math.max(1, Math.min(WRITE_THREADS_PER_TASK / stores.size(),
-        ceilDiv(newPartitions, cores)));
+    int partitionsAtOnce =
+        Math.max(
+            1, Math.min(WRITE_THREADS_PER_TASK / stores.size(), ceilDiv(newPartitions, cores)));
     int writeThreads = partitionsAtOnce * stores.size();
-    int writeTasks = stores.size() == 1 ? ceilDiv(newPartitions, partitionsAtOnce)
-        : Math.min(newPartitions, cores);
+    int writeTasks =
+        stores.size() == 1
+            ? ceilDiv(newPartitions, partitionsAtOnce)
+            : Math.min(newPartitions, cores);
     List<List<Tuple2<Integer, List<StagedFile>>>> writes = new ArrayList<>();
     for (int task = 0; task < writeTasks; task++) {
       List<Tuple2<Integer, List<StagedFile>>> share = new ArrayList<>();
@@ -393,22 +428,26 @@ final class StateRedistributionJob implements Serializable {
       }
       writes.add(share);
     }
-    List<PartitionCount> written = jsc.parallelize(writes, writes.size())
-        .flatMap(share -> {
-          beginTask();
-          try (RocksDbTaskScope scope = rocksDbScope ? taskScope(stagingRoot + "/state") : null) {
-            return onThreads(share, writeThreads, t -> writeTarget(t, write, scope)).iterator();
-          }
-        })
-        .collect();
+    List<PartitionCount> written =
+        jsc.parallelize(writes, writes.size())
+            .flatMap(
+                share -> {
+                  beginTask();
+                  try (RocksDbTaskScope scope =
+                      rocksDbScope ? taskScope(stagingRoot + "/state") : null) {
+                    return onThreads(share, writeThreads, t -> writeTarget(t, write, scope))
+                        .iterator();
+                  }
+                })
+            .collect();
     try {
       Path exchange = new Path(exchangeDir());
       exchange.getFileSystem(hadoopConf()).delete(exchange, true);
     } catch (IOException e) {
       // left for the attempt folder's removal; the staged files are not part of the checkpoint
     }
-    return new Outcome(List.copyOf(read), List.copyOf(written),
-        List.copyOf(placementNotes.value()));
+    return new Outcome(
+        List.copyOf(read), List.copyOf(written), List.copyOf(placementNotes.value()));
   }
 
   /** First in every task of the job. */
@@ -427,22 +466,24 @@ final class StateRedistributionJob implements Serializable {
 
   /**
    * Runs {@code work} for every item of one task's share on at most {@code threads} threads,
-   * results in the items' order. Most of a small store's time goes to the fixed steps of a
-   * RocksDB instance (open, upload: file creation, fsyncs), which overlap well.
+   * results in the items' order. Most of a small store's time goes to the fixed steps of a RocksDB
+   * instance (open, upload: file creation, fsyncs), which overlap well.
    */
-  private static <T, R> List<R> onThreads(List<T> items, int threads,
-      java.util.function.Function<T, R> work) {
+  private static <T, R> List<R> onThreads(
+      List<T> items, int threads, java.util.function.Function<T, R> work) {
     if (items.size() == 1 || threads <= 1) {
       List<R> results = new ArrayList<>();
       items.forEach(item -> results.add(work.apply(item)));
       return results;
     }
     java.util.concurrent.ExecutorService pool =
-        java.util.concurrent.Executors.newFixedThreadPool(Math.min(threads, items.size()), r -> {
-          Thread t = new Thread(r, "stateshift-store");
-          t.setDaemon(true);
-          return t;
-        });
+        java.util.concurrent.Executors.newFixedThreadPool(
+            Math.min(threads, items.size()),
+            r -> {
+              Thread t = new Thread(r, "stateshift-store");
+              t.setDaemon(true);
+              return t;
+            });
     try {
       List<java.util.concurrent.Future<R>> running = new ArrayList<>();
       for (T item : items) {
@@ -485,27 +526,56 @@ final class StateRedistributionJob implements Serializable {
     String source = versionFiles(spec, task.partition());
     try {
       if (RocksDbSnapshotReader.ENABLED && scope != null) {
-        try (RocksDbSnapshotReader snapshot = RocksDbSnapshotReader.open(scope,
-            new StateStoreId(liveStateRoot, spec.operatorId(), task.partition(),
-                spec.storeName()), readVersion, checkpointId, hadoopConf(), timer)) {
+        try (RocksDbSnapshotReader snapshot =
+            RocksDbSnapshotReader.open(
+                scope,
+                new StateStoreId(
+                    liveStateRoot, spec.operatorId(), task.partition(), spec.storeName()),
+                readVersion,
+                checkpointId,
+                hadoopConf(),
+                timer)) {
           if (snapshot != null) {
             timer.lap("open-read-only");
-            String zip = spec.dir(task.partition()) + "/" + readVersion
-                + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip";
-            return RocksDbSstExchange.split(snapshot, scope, spec, task.partition(), placement,
-                check, zip, spec.slot() * newPartitions, newPartitions, exchangeDir(),
-                hadoopConf(), timer);
+            String zip =
+                spec.dir(task.partition())
+                    + "/"
+                    + readVersion
+                    + (checkpointId.isDefined() ? "_" + checkpointId.get() : "")
+                    + ".zip";
+            return RocksDbSstExchange.split(
+                snapshot,
+                scope,
+                spec,
+                task.partition(),
+                placement,
+                check,
+                zip,
+                spec.slot() * newPartitions,
+                newPartitions,
+                exchangeDir(),
+                hadoopConf(),
+                timer);
           }
         }
       }
-      StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(),
-          storeConf, hadoopConf());
+      StateStoreProvider provider =
+          StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
       try {
         ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
         timer.lap("load");
         try {
-          return RocksDbSstExchange.split(store, spec, task.partition(), placement, check,
-              source, spec.slot() * newPartitions, newPartitions, exchangeDir(), hadoopConf(),
+          return RocksDbSstExchange.split(
+              store,
+              spec,
+              task.partition(),
+              placement,
+              check,
+              source,
+              spec.slot() * newPartitions,
+              newPartitions,
+              exchangeDir(),
+              hadoopConf(),
               timer);
         } finally {
           store.release();
@@ -525,21 +595,29 @@ final class StateRedistributionJob implements Serializable {
   }
 
   /** Runs {@code write} for one (store, new partition) target with the files staged for it. */
-  private PartitionCount writeTarget(Tuple2<Integer, List<StagedFile>> target, WriteStep write,
-      RocksDbTaskScope scope) {
+  private PartitionCount writeTarget(
+      Tuple2<Integer, List<StagedFile>> target, WriteStep write, RocksDbTaskScope scope) {
     if (target._1() == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
     }
-    return write.write(stores.get(target._1() / newPartitions), target._1() % newPartitions,
-        target._2(), scope);
+    return write.write(
+        stores.get(target._1() / newPartitions), target._1() % newPartitions, target._2(), scope);
   }
 
-  private PartitionCount ingestSstFiles(StoreSpec spec, int partition, List<StagedFile> files,
-      RocksDbTaskScope scope) {
-    RocksDbSnapshotWriter.Written written = RocksDbSstExchange.ingest(stagingRoot + "/state",
-        spec, partition, storeConf, hadoopConf(), writeBatchId, files, scope);
-    return new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
-        written.checkpointId());
+  private PartitionCount ingestSstFiles(
+      StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
+    RocksDbSnapshotWriter.Written written =
+        RocksDbSstExchange.ingest(
+            stagingRoot + "/state",
+            spec,
+            partition,
+            storeConf,
+            hadoopConf(),
+            writeBatchId,
+            files,
+            scope);
+    return new PartitionCount(
+        spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
   }
 
   private ReadOutcome splitHdfsFiles(SourceTask task) {
@@ -547,19 +625,28 @@ final class StateRedistributionJob implements Serializable {
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
     try {
       return HdfsFileExchange.split(
-          new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())), readVersion,
-          spec, task.partition(), new StateStores.KeyPlacement(spec, newPartitions),
-          placementCheck(spec, task.partition()), spec.slot() * newPartitions, newPartitions,
-          exchangeDir(), compressionCodec, checkpointRoot(), hadoopConf(), timer);
+          new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())),
+          readVersion,
+          spec,
+          task.partition(),
+          new StateStores.KeyPlacement(spec, newPartitions),
+          placementCheck(spec, task.partition()),
+          spec.slot() * newPartitions,
+          newPartitions,
+          exchangeDir(),
+          compressionCodec,
+          checkpointRoot(),
+          hadoopConf(),
+          timer);
     } finally {
       timer.report();
     }
   }
 
-  private PartitionCount concatenateHdfsFiles(StoreSpec spec, int partition,
-      List<StagedFile> files) {
-    return HdfsFileExchange.writeSnapshot(snapshotFile(spec, partition), spec, partition, files,
-        compressionCodec, hadoopConf());
+  private PartitionCount concatenateHdfsFiles(
+      StoreSpec spec, int partition, List<StagedFile> files) {
+    return HdfsFileExchange.writeSnapshot(
+        snapshotFile(spec, partition), spec, partition, files, compressionCodec, hadoopConf());
   }
 
   private Path snapshotFile(StoreSpec spec, int partition) {
@@ -578,12 +665,15 @@ final class StateRedistributionJob implements Serializable {
       return readColumnFamilies(task, spec);
     }
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
-    StateStoreProvider provider = StateStores.open(liveStateRoot, spec, task.partition(), storeConf,
-        hadoopConf());
+    StateStoreProvider provider =
+        StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
     ReadStateStore store;
     try {
-      store = StateStores.loadToRead(provider, readVersion,
-          StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+      store =
+          StateStores.loadToRead(
+              provider,
+              readVersion,
+              StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
     } catch (RuntimeException e) {
       provider.close();
       if (RocksDbSstExchange.isCorruption(e)) {
@@ -593,19 +683,24 @@ final class StateRedistributionJob implements Serializable {
     }
     StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
     timer.lap("load");
-    TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> {
-      timer.lap("iterate+shuffle-write");
-      rows.close();
-      store.release();
-      provider.close();
-      timer.lap("close");
-      timer.report();
-    });
+    TaskContext.get()
+        .addTaskCompletionListener(
+            (TaskCompletionListener)
+                context -> {
+                  timer.lap("iterate+shuffle-write");
+                  rows.close();
+                  store.release();
+                  provider.close();
+                  timer.lap("close");
+                  timer.report();
+                });
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
     PlacementCheck check = placementCheck(spec, task.partition());
     String source = versionFiles(spec, task.partition());
-    RocksDbSnapshotWriter.Encoding encoding = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-        ? new RocksDbSnapshotWriter.Encoding(spec) : null;
+    RocksDbSnapshotWriter.Encoding encoding =
+        rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+            ? new RocksDbSnapshotWriter.Encoding(spec)
+            : null;
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -617,8 +712,7 @@ final class StateRedistributionJob implements Serializable {
         boolean more = rows.hasNext();
         if (!more && !reported) {
           reported = true;
-          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes,
-              null));
+          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes, null));
         }
         return more;
       }
@@ -634,9 +728,10 @@ final class StateRedistributionJob implements Serializable {
           check.report(source);
         }
         int target = firstTarget + StateStores.KeyPlacement.pmod(hash, newPartitions);
-        byte[] record = encoding != null
-            ? encoding.record(target, pair.key(), pair.value())
-            : StateRecords.pack(target, pair.key(), pair.value());
+        byte[] record =
+            encoding != null
+                ? encoding.record(target, pair.key(), pair.value())
+                : StateRecords.pack(target, pair.key(), pair.value());
         count++;
         bytes += pair.key().getSizeInBytes() + pair.value().getSizeInBytes();
         return new Tuple2<>(record, null);
@@ -646,13 +741,22 @@ final class StateRedistributionJob implements Serializable {
 
   /** The read side for a store with several column families (transformWithState). */
   private Iterator<Tuple2<byte[], Object>> readColumnFamilies(SourceTask task, StoreSpec spec) {
-    ColumnFamilyStates.Reader reader = new ColumnFamilyStates.Reader(liveStateRoot, spec,
-        task.partition(), readVersion,
-        StateStores.checkpointId(readCheckpointIds, spec, task.partition()), storeConf,
-        hadoopConf());
+    ColumnFamilyStates.Reader reader =
+        new ColumnFamilyStates.Reader(
+            liveStateRoot,
+            spec,
+            task.partition(),
+            readVersion,
+            StateStores.checkpointId(readCheckpointIds, spec, task.partition()),
+            storeConf,
+            hadoopConf());
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
-    Iterator<ColumnFamilyStates.Entry> entries = reader.entries(spec, newPartitions,
-        placementCheck(spec, task.partition()), versionFiles(spec, task.partition()));
+    Iterator<ColumnFamilyStates.Entry> entries =
+        reader.entries(
+            spec,
+            newPartitions,
+            placementCheck(spec, task.partition()),
+            versionFiles(spec, task.partition()));
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -688,34 +792,39 @@ final class StateRedistributionJob implements Serializable {
     if (target == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
     }
-    Iterator<byte[]> records = new Iterator<>() {
-      @Override
-      public boolean hasNext() {
-        return shuffled.hasNext();
-      }
+    Iterator<byte[]> records =
+        new Iterator<>() {
+          @Override
+          public boolean hasNext() {
+            return shuffled.hasNext();
+          }
 
-      @Override
-      public byte[] next() {
-        return shuffled.next()._1();
-      }
-    };
+          @Override
+          public byte[] next() {
+            return shuffled.next()._1();
+          }
+        };
     String stateRoot = stagingRoot + "/state";
     PartitionCount count;
     if (!rocksDb) {
       count = writeHdfsSnapshot(spec, partition, records);
     } else if (spec.hasColumnFamilies()) {
-      RocksDbSnapshotWriter.Written written = ColumnFamilyStates.write(stateRoot, spec, partition,
-          storeConf, hadoopConf(), writeBatchId, records);
-      count = new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
-          written.checkpointId());
+      RocksDbSnapshotWriter.Written written =
+          ColumnFamilyStates.write(
+              stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records);
+      count =
+          new PartitionCount(
+              spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
     } else {
-      RocksDbSnapshotWriter.Written written = rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-          ? RocksDbSnapshotWriter.writeSorted(stateRoot, spec, partition, storeConf,
-              hadoopConf(), writeBatchId, records)
-          : RocksDbSnapshotWriter.writeWithPuts(stateRoot, spec, partition, storeConf,
-              hadoopConf(), writeBatchId, records);
-      count = new PartitionCount(spec.slot(), partition, written.rows(), written.bytes(),
-          written.checkpointId());
+      RocksDbSnapshotWriter.Written written =
+          rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+              ? RocksDbSnapshotWriter.writeSorted(
+                  stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records)
+              : RocksDbSnapshotWriter.writeWithPuts(
+                  stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records);
+      count =
+          new PartitionCount(
+              spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
     }
     return List.of(count).iterator();
   }
@@ -724,13 +833,14 @@ final class StateRedistributionJob implements Serializable {
    * The HDFS-backed store's snapshot format is simple enough to write directly: a compressed stream
    * of [keyLength][key][valueLength][value] records ended by -1.
    */
-  private PartitionCount writeHdfsSnapshot(StoreSpec spec, int partition,
-      Iterator<byte[]> records) {
+  private PartitionCount writeHdfsSnapshot(
+      StoreSpec spec, int partition, Iterator<byte[]> records) {
     Path file = snapshotFile(spec, partition);
     long rows = 0;
     long bytes = 0;
-    try (HdfsFileExchange.SnapshotWriter out = new HdfsFileExchange.SnapshotWriter(
-        file.getFileSystem(hadoopConf()), file, HdfsFileExchange.codec(compressionCodec))) {
+    try (HdfsFileExchange.SnapshotWriter out =
+        new HdfsFileExchange.SnapshotWriter(
+            file.getFileSystem(hadoopConf()), file, HdfsFileExchange.codec(compressionCodec))) {
       while (records.hasNext()) {
         byte[] record = records.next();
         int keyLength = StateRecords.keyLength(record);

@@ -33,36 +33,56 @@ final class StateStores {
   private StateStores() {}
 
   /** A provider for one partition of one store, rooted at {@code stateRoot} (a state/ folder). */
-  static StateStoreProvider open(String stateRoot, StoreSpec spec, int partition,
-      StateStoreConf storeConf, Configuration hadoopConf) {
+  static StateStoreProvider open(
+      String stateRoot,
+      StoreSpec spec,
+      int partition,
+      StateStoreConf storeConf,
+      Configuration hadoopConf) {
     StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
     return StateStoreProvider$.MODULE$.createAndInit(
-        new StateStoreProviderId(id, UUID.randomUUID()), spec.keySchema(), spec.valueSchema(),
-        keyEncoderSpec(spec), false, storeConf, new Configuration(hadoopConf), false,
+        new StateStoreProviderId(id, UUID.randomUUID()),
+        spec.keySchema(),
+        spec.valueSchema(),
+        keyEncoderSpec(spec),
+        false,
+        storeConf,
+        new Configuration(hadoopConf),
+        false,
         ScalaBridge.none());
   }
 
   /**
-   * A provider for one partition of a store with several column families (transformWithState).
-   * Its default column family is a placeholder; every real one must be registered on each store
-   * the provider opens ({@link ColumnFamilyStates#registerAll}).
+   * A provider for one partition of a store with several column families (transformWithState). Its
+   * default column family is a placeholder; every real one must be registered on each store the
+   * provider opens ({@link ColumnFamilyStates#registerAll}).
    */
-  static StateStoreProvider openWithColumnFamilies(String stateRoot, StoreSpec spec, int partition,
-      StateStoreConf storeConf, Configuration hadoopConf) {
+  static StateStoreProvider openWithColumnFamilies(
+      String stateRoot,
+      StoreSpec spec,
+      int partition,
+      StateStoreConf storeConf,
+      Configuration hadoopConf) {
     StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
     return StateStoreProvider$.MODULE$.createAndInit(
-        new StateStoreProviderId(id, UUID.randomUUID()), spec.keySchema(), spec.valueSchema(),
-        new NoPrefixKeyStateEncoderSpec(spec.keySchema()), true, storeConf,
-        new Configuration(hadoopConf), false, ScalaBridge.none());
+        new StateStoreProviderId(id, UUID.randomUUID()),
+        spec.keySchema(),
+        spec.valueSchema(),
+        new NoPrefixKeyStateEncoderSpec(spec.keySchema()),
+        true,
+        storeConf,
+        new Configuration(hadoopConf),
+        false,
+        ScalaBridge.none());
   }
 
   /**
    * Opens version {@code batchId + 1} of {@code provider}'s partition empty, lets {@code write}
-   * fill and commit it, aborts it if {@code write} did not commit, and closes the provider in
-   * every case: a failed task leaves no open RocksDB instance and no half-made version behind.
+   * fill and commit it, aborts it if {@code write} did not commit, and closes the provider in every
+   * case: a failed task leaves no open RocksDB instance and no half-made version behind.
    */
-  static <T> T writeNewVersion(StateStoreProvider provider, long batchId,
-      Function<StateStore, T> write) {
+  static <T> T writeNewVersion(
+      StateStoreProvider provider, long batchId, Function<StateStore, T> write) {
     try {
       StateStore store = provider.getStore(batchId, ScalaBridge.none(), false, true);
       try {
@@ -88,11 +108,12 @@ final class StateStores {
    * Loads {@code version} of a partition to read it once. A RocksDB store does not compact itself
    * meanwhile ({@link RocksDbInternals#disableCompactions}): the output would be thrown away.
    */
-  static ReadStateStore loadToRead(StateStoreProvider provider, long version,
-      scala.Option<String> checkpointId) {
+  static ReadStateStore loadToRead(
+      StateStoreProvider provider, long version, scala.Option<String> checkpointId) {
     boolean disabled = RocksDbInternals.disableCompactions(provider);
     ReadStateStore store = provider.getReadStore(version, checkpointId);
-    if (!disabled && store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
+    if (!disabled
+        && store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
         && RocksDbInternals.available()) {
       RocksDbInternals.stopCompactions(rocksDb.dbInstance());
     }
@@ -101,7 +122,8 @@ final class StateStores {
 
   /** The unique id to load a version by under state checkpoint format v2; none under v1. */
   static scala.Option<String> checkpointId(StateCheckpointIds ids, StoreSpec spec, int partition) {
-    return ids == null ? ScalaBridge.none()
+    return ids == null
+        ? ScalaBridge.none()
         : scala.Option.apply(ids.idOf(spec.operatorId(), partition, spec.storeName()));
   }
 
@@ -114,8 +136,10 @@ final class StateStores {
   static final class KeyPlacement {
     private final StatePartitionKeyExtractor extractor;
     private final int partitions;
+
     /** Spark's hash evaluated directly ({@link PartitionHash}); else its generated code. */
     private final PartitionHash direct;
+
     /** Spark's hash of the partition key (before the modulo), as generated code. */
     private final UnsafeProjection hashCode;
 
@@ -124,8 +148,13 @@ final class StateStores {
     }
 
     private static StatePartitionKeyExtractor extractor(StoreSpec spec) {
-      return StatePartitionKeyExtractorFactory.create(spec.operatorName(), spec.keySchema(),
-          spec.storeName(), DEFAULT_COLUMN_FAMILY, formatVersion(spec), ScalaBridge.none());
+      return StatePartitionKeyExtractorFactory.create(
+          spec.operatorName(),
+          spec.keySchema(),
+          spec.storeName(),
+          DEFAULT_COLUMN_FAMILY,
+          formatVersion(spec),
+          ScalaBridge.none());
     }
 
     /** How many columns the partition key of a store's keys has (one store, no families). */
@@ -134,17 +163,23 @@ final class StateStores {
     }
 
     /**
-     * Placement of the keys of one column family of a transformWithState store: Spark's
-     * extractor for the family's state variable finds the grouping key inside its key (the whole
-     * key of value and list state, the first field of a map state or timer key, the element
-     * key inside a TTL index entry, the second field of a timer's expiry-ordered index). For a
-     * join in state format 3 the family's name tells the extractor which of the four stores it
-     * is (keys are the join key, or the join key and an index).
+     * Placement of the keys of one column family of a transformWithState store: Spark's extractor
+     * for the family's state variable finds the grouping key inside its key (the whole key of value
+     * and list state, the first field of a map state or timer key, the element key inside a TTL
+     * index entry, the second field of a timer's expiry-ordered index). For a join in state format
+     * 3 the family's name tells the extractor which of the four stores it is (keys are the join
+     * key, or the join key and an index).
      */
     KeyPlacement(StoreSpec spec, ColumnFamily family, int partitions) {
-      this(StatePartitionKeyExtractorFactory.create(spec.operatorName(), family.keySchema(),
-          spec.storeName(), family.name(), formatVersion(spec),
-          scala.Option.apply(family.stateVariable())), partitions);
+      this(
+          StatePartitionKeyExtractorFactory.create(
+              spec.operatorName(),
+              family.keySchema(),
+              spec.storeName(),
+              family.name(),
+              formatVersion(spec),
+              scala.Option.apply(family.stateVariable())),
+          partitions);
     }
 
     private KeyPlacement(StatePartitionKeyExtractor extractor, int partitions) {
@@ -180,7 +215,8 @@ final class StateStores {
 
     private static scala.Option<Object> formatVersion(StoreSpec spec) {
       return spec.stateFormatVersion() > 0
-          ? scala.Option.apply((Object) spec.stateFormatVersion()) : ScalaBridge.none();
+          ? scala.Option.apply((Object) spec.stateFormatVersion())
+          : ScalaBridge.none();
     }
 
     int partitionOf(UnsafeRow key) {
@@ -189,12 +225,13 @@ final class StateStores {
 
     /**
      * Spark's partitioning hash of the key's partition key; {@link #pmod} of it is the key's
-     * partition under a count. Hashed once, a key is placed under the new count and checked
-     * against the old one.
+     * partition under a count. Hashed once, a key is placed under the new count and checked against
+     * the old one.
      */
     int hash(UnsafeRow key) {
       UnsafeRow partitionKey = extractor.partitionKey(key);
-      return direct != null ? direct.hash(partitionKey, PartitionHash.SEED)
+      return direct != null
+          ? direct.hash(partitionKey, PartitionHash.SEED)
           : hashCode.apply(partitionKey).getInt(0);
     }
 

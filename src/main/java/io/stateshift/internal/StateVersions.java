@@ -25,8 +25,8 @@ final class StateVersions {
   private StateVersions() {}
 
   /** Operator key ("0:stateStoreSave") to rows by batch id (state version minus one). */
-  static Map<String, TreeMap<Long, Long>> rowsPerOperator(SparkSession spark, StateLayout layout,
-      int maxVersions) {
+  static Map<String, TreeMap<Long, Long>> rowsPerOperator(
+      SparkSession spark, StateLayout layout, int maxVersions) {
     Map<String, TreeMap<Long, Long>> out = new LinkedHashMap<>();
     if (layout.stores().isEmpty()) {
       return out;
@@ -42,9 +42,16 @@ final class StateVersions {
         }
         ids = layout.checkpoint().checkpointIds(version - 1);
       }
-      List<StateCensus.Count> counts = new StateCensus(files.path("state").toString(),
-          layout.storeConf(), files.conf(), layout.stores(), layout.partitions(), version, ids)
-          .run(spark);
+      List<StateCensus.Count> counts =
+          new StateCensus(
+                  files.path("state").toString(),
+                  layout.storeConf(),
+                  files.conf(),
+                  layout.stores(),
+                  layout.partitions(),
+                  version,
+                  ids)
+              .run(spark);
       Map<String, Long> rows = new LinkedHashMap<>();
       for (StoreSpec spec : layout.stores()) {
         rows.putIfAbsent(spec.operatorId() + ":" + spec.operatorName(), 0L);
@@ -59,9 +66,9 @@ final class StateVersions {
   }
 
   /**
-   * Versions up to the last committed one that every partition of every store can load: a
-   * version needs the newest snapshot (zip) at or below it, or none, plus every incremental file
-   * (delta, changelog) after that.
+   * Versions up to the last committed one that every partition of every store can load: a version
+   * needs the newest snapshot (zip) at or below it, or none, plus every incremental file (delta,
+   * changelog) after that.
    */
   static TreeSet<Long> loadableVersions(StateLayout layout) {
     CheckpointFiles files = layout.checkpoint().files();

@@ -11,7 +11,8 @@ import org.apache.spark.sql.types.StructType;
  * @param stateFormatVersion the operator's state format version where placement depends on it
  *     (stream-stream joins), else 0
  * @param columnFamilies for a store with several column families (transformWithState, a join in
- *     state format 3) every one of them; empty for a store with only the default one, whose schema is keySchema/valueSchema
+ *     state format 3) every one of them; empty for a store with only the default one, whose schema
+ *     is keySchema/valueSchema
  */
 public record StoreSpec(
     int slot,
@@ -22,12 +23,28 @@ public record StoreSpec(
     StructType keySchema,
     StructType valueSchema,
     int stateFormatVersion,
-    java.util.List<ColumnFamily> columnFamilies) implements Serializable {
+    java.util.List<ColumnFamily> columnFamilies)
+    implements Serializable {
 
-  StoreSpec(int slot, long operatorId, String operatorName, String storeName, int numColsPrefixKey,
-      StructType keySchema, StructType valueSchema, int stateFormatVersion) {
-    this(slot, operatorId, operatorName, storeName, numColsPrefixKey, keySchema, valueSchema,
-        stateFormatVersion, java.util.List.of());
+  StoreSpec(
+      int slot,
+      long operatorId,
+      String operatorName,
+      String storeName,
+      int numColsPrefixKey,
+      StructType keySchema,
+      StructType valueSchema,
+      int stateFormatVersion) {
+    this(
+        slot,
+        operatorId,
+        operatorName,
+        storeName,
+        numColsPrefixKey,
+        keySchema,
+        valueSchema,
+        stateFormatVersion,
+        java.util.List.of());
   }
 
   /** True for a store of several column families (transformWithState, join state format 3). */

@@ -17,10 +17,12 @@ public final class StreamIntrospection {
   private StreamIntrospection() {}
 
   public static Optional<QueryInfo> describe(UUID queryId) {
-    SparkSession session = SparkSession.getActiveSession().isDefined()
-        ? SparkSession.getActiveSession().get()
-        : SparkSession.getDefaultSession().isDefined() ? SparkSession.getDefaultSession().get()
-            : null;
+    SparkSession session =
+        SparkSession.getActiveSession().isDefined()
+            ? SparkSession.getActiveSession().get()
+            : SparkSession.getDefaultSession().isDefined()
+                ? SparkSession.getDefaultSession().get()
+                : null;
     if (!(session instanceof org.apache.spark.sql.classic.SparkSession classic)) {
       return Optional.empty();
     }

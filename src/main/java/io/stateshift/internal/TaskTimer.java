@@ -37,10 +37,12 @@ final class TaskTimer {
     if (!ENABLED) {
       return;
     }
-    StringBuilder line = new StringBuilder("stateshift-profile ").append(task)
-        .append(String.format(" total=%.0f", (System.nanoTime() - started) / 1e6));
-    nanos.forEach((k, v) -> line.append(' ').append(k).append('=')
-        .append(String.format("%.0f", v / 1e6)));
+    StringBuilder line =
+        new StringBuilder("stateshift-profile ")
+            .append(task)
+            .append(String.format(" total=%.0f", (System.nanoTime() - started) / 1e6));
+    nanos.forEach(
+        (k, v) -> line.append(' ').append(k).append('=').append(String.format("%.0f", v / 1e6)));
     notes.forEach((k, v) -> line.append(' ').append(k).append('=').append(v));
     System.err.println(line);
   }

@@ -11,8 +11,14 @@ package io.stateshift.monitor;
  * @param message what happened, with the numbers
  * @param timestampMs when it was raised
  */
-public record Alert(AlertType type, String queryId, String queryName, String runId, long batchId,
-    String message, long timestampMs) {
+public record Alert(
+    AlertType type,
+    String queryId,
+    String queryName,
+    String runId,
+    long batchId,
+    String message,
+    long timestampMs) {
   @Override
   public String toString() {
     return type + " [" + (queryName == null ? queryId : queryName) + "] " + message;

@@ -24,14 +24,14 @@ public record MonitorSettings(
 
   private static Map<String, String> defaults() {
     Map<String, String> d = new LinkedHashMap<>();
-    d.put("consecutiveBatches", "3");   // K: batches in a row before an alert
-    d.put("levelOffRatio", "0.5");      // state growth slowing below this share is levelling off
-    d.put("idleTimeoutMs", "600000");   // no input for this long raises QUERY_IDLE; 0 turns it off
-    d.put("triggerIntervalMs", "");     // empty: the query's own ProcessingTime interval
-    d.put("history", "");               // folder for the JSON-lines progress history; empty: none
-    d.put("alertCallbacks", "");        // AlertCallback class names, comma-separated
-    d.put("fileBacklog", "false");      // measure file-source backlog by listing the input folder
-    d.put("metrics", "true");           // publish through Spark's metrics system
+    d.put("consecutiveBatches", "3"); // K: batches in a row before an alert
+    d.put("levelOffRatio", "0.5"); // state growth slowing below this share is levelling off
+    d.put("idleTimeoutMs", "600000"); // no input for this long raises QUERY_IDLE; 0 turns it off
+    d.put("triggerIntervalMs", ""); // empty: the query's own ProcessingTime interval
+    d.put("history", ""); // folder for the JSON-lines progress history; empty: none
+    d.put("alertCallbacks", ""); // AlertCallback class names, comma-separated
+    d.put("fileBacklog", "false"); // measure file-source backlog by listing the input folder
+    d.put("metrics", "true"); // publish through Spark's metrics system
     return Collections.unmodifiableMap(d);
   }
 
@@ -41,10 +41,11 @@ public record MonitorSettings(
 
   /** Resolves each setting by its full key, falling back to the default. */
   public static MonitorSettings resolve(Function<String, String> lookup) {
-    Function<String, String> get = name -> {
-      String value = lookup.apply(PREFIX + name);
-      return value == null ? DEFAULTS.get(name) : value.trim();
-    };
+    Function<String, String> get =
+        name -> {
+          String value = lookup.apply(PREFIX + name);
+          return value == null ? DEFAULTS.get(name) : value.trim();
+        };
     try {
       String interval = get.apply("triggerIntervalMs");
       String callbacks = get.apply("alertCallbacks");
@@ -55,13 +56,18 @@ public record MonitorSettings(
           Long.parseLong(get.apply("idleTimeoutMs")),
           interval.isEmpty() ? -1 : Long.parseLong(interval),
           history.isEmpty() ? null : history,
-          callbacks.isEmpty() ? List.of()
-              : List.of(callbacks.split("\\s*,\\s*")),
+          callbacks.isEmpty() ? List.of() : List.of(callbacks.split("\\s*,\\s*")),
           Boolean.parseBoolean(get.apply("fileBacklog")),
           Boolean.parseBoolean(get.apply("metrics")));
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("A " + PREFIX + "* setting is not a number ("
-          + e.getMessage() + "); defaults: " + DEFAULTS, e);
+      throw new IllegalArgumentException(
+          "A "
+              + PREFIX
+              + "* setting is not a number ("
+              + e.getMessage()
+              + "); defaults: "
+              + DEFAULTS,
+          e);
     }
   }
 
@@ -77,8 +83,8 @@ public record MonitorSettings(
     current.put("fileBacklog", Boolean.toString(fileBacklog));
     current.put("metrics", Boolean.toString(metrics));
     if (!current.containsKey(name)) {
-      throw new IllegalArgumentException("Unknown monitor setting " + name + "; settings are "
-          + DEFAULTS.keySet());
+      throw new IllegalArgumentException(
+          "Unknown monitor setting " + name + "; settings are " + DEFAULTS.keySet());
     }
     current.put(name, value);
     return resolve(key -> current.get(key.substring(PREFIX.length())));

@@ -17,17 +17,27 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
- * The progress history the monitor writes ({@code spark.stateshift.monitor.history}): one JSON
- * line per event, {@code {"event":"progress","triggerIntervalMs":..,"backlog":..,"progress":{..}}}
- * with Spark's own progress JSON inside. Read by the doctor and the report.
+ * The progress history the monitor writes ({@code spark.stateshift.monitor.history}): one JSON line
+ * per event, {@code {"event":"progress","triggerIntervalMs":..,"backlog":..,"progress":{..}}} with
+ * Spark's own progress JSON inside. Read by the doctor and the report.
  */
 public final class ProgressHistory {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** One micro-batch as the history recorded it. */
-  public record Batch(String queryId, String runId, String name, long batchId, long timestampMs,
-      long durationMs, long triggerIntervalMs, long inputRows, double inputRowsPerSecond,
-      double processedRowsPerSecond, Map<String, Long> stateRows, long watermarkDelayMs,
+  public record Batch(
+      String queryId,
+      String runId,
+      String name,
+      long batchId,
+      long timestampMs,
+      long durationMs,
+      long triggerIntervalMs,
+      long inputRows,
+      double inputRowsPerSecond,
+      double processedRowsPerSecond,
+      Map<String, Long> stateRows,
+      long watermarkDelayMs,
       double backlog) {}
 
   private final List<Batch> batches;
@@ -54,8 +64,11 @@ public final class ProgressHistory {
       if (!fs.exists(path)) {
         throw new io.stateshift.StateShiftException(
             io.stateshift.StateShiftException.Reason.INVALID_ARGUMENT,
-            "History location " + location + " does not exist. Pass the folder set as "
-                + StreamMonitor.PREFIX + "history.");
+            "History location "
+                + location
+                + " does not exist. Pass the folder set as "
+                + StreamMonitor.PREFIX
+                + "history.");
       }
       List<Path> files = new ArrayList<>();
       FileStatus status = fs.getFileStatus(path);
@@ -112,16 +125,23 @@ public final class ProgressHistory {
     Map<String, Long> stateRows = new LinkedHashMap<>();
     int index = 0;
     for (JsonNode op : p.path("stateOperators")) {
-      stateRows.put(index++ + ":" + op.path("operatorName").asText(),
-          op.path("numRowsTotal").asLong());
+      stateRows.put(
+          index++ + ":" + op.path("operatorName").asText(), op.path("numRowsTotal").asLong());
     }
-    return new Batch(p.path("id").asText(), p.path("runId").asText(),
+    return new Batch(
+        p.path("id").asText(),
+        p.path("runId").asText(),
         p.path("name").isNull() ? null : p.path("name").asText(null),
-        p.path("batchId").asLong(), parseTime(p.path("timestamp").asText()),
+        p.path("batchId").asLong(),
+        parseTime(p.path("timestamp").asText()),
         p.path("durationMs").path("triggerExecution").asLong(),
-        node.path("triggerIntervalMs").asLong(0), p.path("numInputRows").asLong(),
-        p.path("inputRowsPerSecond").asDouble(0), p.path("processedRowsPerSecond").asDouble(0),
-        stateRows, watermarkDelayMs(p.path("eventTime")), node.path("backlog").asDouble(0));
+        node.path("triggerIntervalMs").asLong(0),
+        p.path("numInputRows").asLong(),
+        p.path("inputRowsPerSecond").asDouble(0),
+        p.path("processedRowsPerSecond").asDouble(0),
+        stateRows,
+        watermarkDelayMs(p.path("eventTime")),
+        node.path("backlog").asDouble(0));
   }
 
   /** Event-time lag behind the newest event: max event time minus the watermark, or -1. */

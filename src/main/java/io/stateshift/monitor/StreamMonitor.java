@@ -35,11 +35,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Watches every streaming query of the application, enabled by conf alone:
- * {@code spark.sql.streaming.streamingQueryListeners=io.stateshift.monitor.StreamMonitor}.
- * Publishes per-query metrics through Spark's metrics system (source {@code stateshift}), raises
- * {@link Alert}s, and can append each progress event to a JSON-lines history for the doctor and
- * the report. Settings: {@code spark.stateshift.monitor.*} ({@link MonitorSettings}).
+ * Watches every streaming query of the application, enabled by conf alone: {@code
+ * spark.sql.streaming.streamingQueryListeners=io.stateshift.monitor.StreamMonitor}. Publishes
+ * per-query metrics through Spark's metrics system (source {@code stateshift}), raises {@link
+ * Alert}s, and can append each progress event to a JSON-lines history for the doctor and the
+ * report. Settings: {@code spark.stateshift.monitor.*} ({@link MonitorSettings}).
  */
 public class StreamMonitor extends StreamingQueryListener implements AutoCloseable {
   public static final String PREFIX = MonitorSettings.PREFIX;
@@ -50,11 +50,11 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
 
   /**
    * What handling one progress event cost on Spark's listener thread: over all events, and the
-   * median and 95th percentile of the newest 1024 (the first event of a JVM pays for class
-   * loading; the percentiles show the steady state).
+   * median and 95th percentile of the newest 1024 (the first event of a JVM pays for class loading;
+   * the percentiles show the steady state).
    */
-  public record Overhead(long events, double meanMicros, double maxMicros, double p50Micros,
-      double p95Micros) {}
+  public record Overhead(
+      long events, double meanMicros, double maxMicros, double p50Micros, double p95Micros) {}
 
   private final long[] recentNanos = new long[1024];
 
@@ -74,28 +74,40 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
 
   /** Settings from the running application's conf, when there is one; else the defaults. */
   public StreamMonitor() {
-    this(SparkEnv.get() == null ? MonitorSettings.defaultSettings()
-        : MonitorSettings.resolve(key -> SparkEnv.get().conf().contains(key)
-            ? SparkEnv.get().conf().get(key) : null));
+    this(
+        SparkEnv.get() == null
+            ? MonitorSettings.defaultSettings()
+            : MonitorSettings.resolve(
+                key ->
+                    SparkEnv.get().conf().contains(key) ? SparkEnv.get().conf().get(key) : null));
   }
 
   public StreamMonitor(MonitorSettings settings) {
     this.settings = settings;
     for (String className : settings.alertCallbacks()) {
       try {
-        callbacks.add((AlertCallback) Class.forName(className, true,
-            Thread.currentThread().getContextClassLoader()).getConstructor().newInstance());
+        callbacks.add(
+            (AlertCallback)
+                Class.forName(className, true, Thread.currentThread().getContextClassLoader())
+                    .getConstructor()
+                    .newInstance());
       } catch (ReflectiveOperationException | ClassCastException e) {
-        throw new IllegalArgumentException(PREFIX + "alertCallbacks names " + className
-            + ", which is not an AlertCallback with a public no-argument constructor", e);
+        throw new IllegalArgumentException(
+            PREFIX
+                + "alertCallbacks names "
+                + className
+                + ", which is not an AlertCallback with a public no-argument constructor",
+            e);
       }
     }
     if (settings.idleTimeoutMs() > 0) {
-      idleChecker = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "stateshift-monitor-idle");
-        t.setDaemon(true);
-        return t;
-      });
+      idleChecker =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "stateshift-monitor-idle");
+                t.setDaemon(true);
+                return t;
+              });
       long period = Math.max(100, Math.min(5_000, settings.idleTimeoutMs() / 4));
       idleChecker.scheduleAtFixedRate(this::checkIdle, period, period, TimeUnit.MILLISECONDS);
     } else {
@@ -133,8 +145,8 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
     java.util.Arrays.sort(sorted);
     double p50 = n == 0 ? 0 : sorted[n / 2] / 1000.0;
     double p95 = n == 0 ? 0 : sorted[Math.min(n - 1, (int) Math.ceil(n * 0.95) - 1)] / 1000.0;
-    return new Overhead(events, events == 0 ? 0 : totalNanos / 1000.0 / events,
-        maxNanos / 1000.0, p50, p95);
+    return new Overhead(
+        events, events == 0 ? 0 : totalNanos / 1000.0 / events, maxNanos / 1000.0, p50, p95);
   }
 
   @Override
@@ -167,7 +179,8 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       try {
         observe(watch, progress);
       } catch (RuntimeException e) {
-        LOG.warn("stateshift monitor: cannot observe progress of {}: {}", watch.label(), e.toString());
+        LOG.warn(
+            "stateshift monitor: cannot observe progress of {}: {}", watch.label(), e.toString());
       }
     }
     long nanos = System.nanoTime() - start;
@@ -196,7 +209,12 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
     if (event.exception().isDefined()) {
       String error = event.exception().get();
       String firstLine = error.lines().findFirst().orElse(error);
-      raise(watch, event.id().toString(), event.runId().toString(), -1, AlertType.QUERY_FAILED,
+      raise(
+          watch,
+          event.id().toString(),
+          event.runId().toString(),
+          -1,
+          AlertType.QUERY_FAILED,
           "query " + label + " terminated with an exception: " + firstLine);
     }
     if (watch != null && settings.history() != null) {
@@ -233,8 +251,8 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
     Watch(UUID id, String name) {
       this.id = id;
       this.name = name;
-      this.key = name == null || name.isBlank() ? id.toString()
-          : name.replaceAll("[^A-Za-z0-9_-]", "_");
+      this.key =
+          name == null || name.isBlank() ? id.toString() : name.replaceAll("[^A-Za-z0-9_-]", "_");
     }
 
     String label() {
@@ -247,16 +265,20 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
   }
 
   private void describe(Watch watch) {
-    StreamIntrospection.describe(watch.id).ifPresent(info -> {
-      watch.triggerIntervalMs = info.triggerIntervalMs();
-      watch.checkpointRoot = info.checkpointRoot();
-    });
+    StreamIntrospection.describe(watch.id)
+        .ifPresent(
+            info -> {
+              watch.triggerIntervalMs = info.triggerIntervalMs();
+              watch.checkpointRoot = info.checkpointRoot();
+            });
   }
 
   private void observe(Watch watch, StreamingQueryProgress p) {
     long batchMs = p.durationMs().getOrDefault("triggerExecution", 0L);
-    long interval = settings.triggerIntervalMs() >= 0 ? settings.triggerIntervalMs()
-        : Math.max(0, watch.triggerIntervalMs);
+    long interval =
+        settings.triggerIntervalMs() >= 0
+            ? settings.triggerIntervalMs()
+            : Math.max(0, watch.triggerIntervalMs);
     if (p.numInputRows() > 0) {
       watch.lastDataMs = System.currentTimeMillis();
       watch.idleRaised = false;
@@ -282,9 +304,14 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       watch.slowStreak++;
       if (watch.slowStreak >= settings.consecutiveBatches() && !watch.slowRaised) {
         watch.slowRaised = true;
-        raise(watch, p.batchId(), AlertType.SLOW_BATCHES, String.format("%d batches in a row "
-            + "took longer than the %d ms trigger interval (last: batch %d, %d ms)",
-            watch.slowStreak, interval, p.batchId(), batchMs));
+        raise(
+            watch,
+            p.batchId(),
+            AlertType.SLOW_BATCHES,
+            String.format(
+                "%d batches in a row "
+                    + "took longer than the %d ms trigger interval (last: batch %d, %d ms)",
+                watch.slowStreak, interval, p.batchId(), batchMs));
       }
     } else {
       watch.slowStreak = 0;
@@ -310,9 +337,15 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       if (growingWithoutLevellingOff(rows)) {
         if (!watch.growthRaised.getOrDefault(i, false)) {
           watch.growthRaised.put(i, true);
-          raise(watch, p.batchId(), AlertType.STATE_GROWTH, String.format("state rows of "
-              + "operator %d (%s) grew for %d batches in a row without levelling off: %s; is a "
-              + "watermark missing or too loose?", i, op.operatorName(), rows.size() - 1, rows));
+          raise(
+              watch,
+              p.batchId(),
+              AlertType.STATE_GROWTH,
+              String.format(
+                  "state rows of "
+                      + "operator %d (%s) grew for %d batches in a row without levelling off: %s; is a "
+                      + "watermark missing or too loose?",
+                  i, op.operatorName(), rows.size() - 1, rows));
         }
       } else if (!isRising(rows)) {
         watch.growthRaised.put(i, false);
@@ -327,8 +360,13 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       SourceProgress source = sources[i];
       String prefix = "source" + i + ".";
       Map<String, String> reported = source.metrics();
-      for (String metric : List.of("avgOffsetsBehindLatest", "maxOffsetsBehindLatest",
-          "minOffsetsBehindLatest", "numFilesOutstanding", "numBytesOutstanding")) {
+      for (String metric :
+          List.of(
+              "avgOffsetsBehindLatest",
+              "maxOffsetsBehindLatest",
+              "minOffsetsBehindLatest",
+              "numFilesOutstanding",
+              "numBytesOutstanding")) {
         String value = reported.get(metric);
         if (value != null) {
           gauges.put(prefix + metric, parse(value));
@@ -341,11 +379,15 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       } else if (reported.containsKey("numFilesOutstanding")) {
         backlog += parse(reported.get("numFilesOutstanding"));
         anyBacklog = true;
-      } else if (settings.fileBacklog() && watch.checkpointRoot != null
+      } else if (settings.fileBacklog()
+          && watch.checkpointRoot != null
           && source.endOffset() != null) {
         final int index = i;
-        FileBacklog tracker = watch.fileBacklogs.computeIfAbsent(i, k -> FileBacklog
-            .of(watch.checkpointRoot, index, source.description()).orElse(null));
+        FileBacklog tracker =
+            watch.fileBacklogs.computeIfAbsent(
+                i,
+                k ->
+                    FileBacklog.of(watch.checkpointRoot, index, source.description()).orElse(null));
         if (tracker != null) {
           try {
             FileBacklog.Outstanding outstanding = tracker.measure(source.endOffset());
@@ -369,9 +411,15 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
           && isStrictlyRising(watch.backlog)) {
         if (!watch.backlogRaised) {
           watch.backlogRaised = true;
-          raise(watch, p.batchId(), AlertType.BACKLOG_GROWTH, String.format("the source backlog "
-              + "grew for %d batches in a row: %s; input arrives faster than the query takes it "
-              + "in", settings.consecutiveBatches(), watch.backlog));
+          raise(
+              watch,
+              p.batchId(),
+              AlertType.BACKLOG_GROWTH,
+              String.format(
+                  "the source backlog "
+                      + "grew for %d batches in a row: %s; input arrives faster than the query takes it "
+                      + "in",
+                  settings.consecutiveBatches(), watch.backlog));
         }
       } else if (!isStrictlyRising(watch.backlog)) {
         watch.backlogRaised = false;
@@ -441,9 +489,13 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       synchronized (watch) {
         if (!watch.idleRaised && now - watch.lastDataMs > settings.idleTimeoutMs()) {
           watch.idleRaised = true;
-          raise(watch, -1, AlertType.QUERY_IDLE, String.format("no input for %d ms (idle "
-              + "timeout %d ms): is the source still delivering?", now - watch.lastDataMs,
-              settings.idleTimeoutMs()));
+          raise(
+              watch,
+              -1,
+              AlertType.QUERY_IDLE,
+              String.format(
+                  "no input for %d ms (idle " + "timeout %d ms): is the source still delivering?",
+                  now - watch.lastDataMs, settings.idleTimeoutMs()));
         }
       }
     }
@@ -455,10 +507,17 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
     raise(watch, watch.id.toString(), watch.runId, batchId, type, message);
   }
 
-  private void raise(Watch watch, String queryId, String runId, long batchId, AlertType type,
-      String message) {
-    Alert alert = new Alert(type, queryId, watch == null ? null : watch.name, runId, batchId,
-        message, System.currentTimeMillis());
+  private void raise(
+      Watch watch, String queryId, String runId, long batchId, AlertType type, String message) {
+    Alert alert =
+        new Alert(
+            type,
+            queryId,
+            watch == null ? null : watch.name,
+            runId,
+            batchId,
+            message,
+            System.currentTimeMillis());
     LOG.warn("stateshift monitor alert: {}", alert);
     synchronized (this) {
       alerts.addLast(alert);
@@ -489,20 +548,26 @@ public class StreamMonitor extends StreamingQueryListener implements AutoCloseab
       if ("file".equals(dir.toUri().getScheme()) || dir.toUri().getScheme() == null) {
         java.nio.file.Path folder = java.nio.file.Path.of(dir.toUri().getPath());
         Files.createDirectories(folder);
-        Files.writeString(folder.resolve(base + ".jsonl"), line + "\n", StandardCharsets.UTF_8,
-            StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        Files.writeString(
+            folder.resolve(base + ".jsonl"),
+            line + "\n",
+            StandardCharsets.UTF_8,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.APPEND);
         return;
       }
       // Object stores cannot append: one small file per event, read back the same way.
       Path file = new Path(dir, base + "-" + (batchId < 0 ? "end" : batchId) + ".jsonl");
-      FileSystem fs = file.getFileSystem(
-          io.stateshift.internal.SessionSettings.hadoopConf(org.apache.spark.sql.SparkSession.active()));
+      FileSystem fs =
+          file.getFileSystem(
+              io.stateshift.internal.SessionSettings.hadoopConf(
+                  org.apache.spark.sql.SparkSession.active()));
       try (OutputStream out = fs.create(file, true)) {
         out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
       }
     } catch (IOException | RuntimeException e) {
-      LOG.warn("stateshift monitor: cannot write history to {}: {}", settings.history(),
-          e.toString());
+      LOG.warn(
+          "stateshift monitor: cannot write history to {}: {}", settings.history(), e.toString());
     }
   }
 

@@ -15,8 +15,8 @@ import java.time.Instant;
 import java.util.List;
 
 /**
- * One self-contained HTML page (no network needed to view it): the data as JSON inside the page
- * and a small script that draws the charts as inline SVG when the page loads.
+ * One self-contained HTML page (no network needed to view it): the data as JSON inside the page and
+ * a small script that draws the charts as inline SVG when the page loads.
  */
 public final class HtmlReport {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -31,8 +31,8 @@ public final class HtmlReport {
       }
       Files.writeString(out, render(report, history), StandardCharsets.UTF_8);
     } catch (IOException e) {
-      throw new UncheckedIOException("Cannot write the report to " + out + ": " + e.getMessage(),
-          e);
+      throw new UncheckedIOException(
+          "Cannot write the report to " + out + ": " + e.getMessage(), e);
     }
   }
 
@@ -78,16 +78,20 @@ public final class HtmlReport {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return TEMPLATE.replace("/*DATA*/null", json)
+    return TEMPLATE
+        .replace("/*DATA*/null", json)
         .replace("{{title}}", escape("stateshift report: " + report.checkpoint()));
   }
 
   private static String escape(String text) {
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
         .replace("\"", "&quot;");
   }
 
-  private static final String TEMPLATE = """
+  private static final String TEMPLATE =
+      """
       <!DOCTYPE html>
       <html lang="en"><head><meta charset="utf-8">
       <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -35,16 +35,20 @@ final class Procedures {
     return ProcedureParameter.in(name, type).comment(comment).build();
   }
 
-  private static ProcedureParameter optional(String name, DataType type, String defaultSql,
-      String comment) {
+  private static ProcedureParameter optional(
+      String name, DataType type, String defaultSql, String comment) {
     return ProcedureParameter.in(name, type).defaultValue(defaultSql).comment(comment).build();
   }
 
   private static final ProcedureParameter CHECKPOINT =
       required("checkpoint", STRING, "the checkpointLocation of the stopped query");
-  private static final ProcedureParameter ASSUME_STOPPED = optional("assume_stopped", BOOLEAN,
-      "false", "the query is known to be stopped: do not refuse a checkpoint written in the last "
-          + "2 minutes (a lease held by a running query still refuses)");
+  private static final ProcedureParameter ASSUME_STOPPED =
+      optional(
+          "assume_stopped",
+          BOOLEAN,
+          "false",
+          "the query is known to be stopped: do not refuse a checkpoint written in the last "
+              + "2 minutes (a lease held by a running query still refuses)");
 
   /**
    * {@code repartition_state(checkpoint, partitions, dry_run, assume_stopped, backup_to)}: one row
@@ -52,7 +56,8 @@ final class Procedures {
    */
   static final class RepartitionState extends StateShiftProcedure {
     RepartitionState() {
-      super("repartition_state",
+      super(
+          "repartition_state",
           "Redistributes the state of a stopped streaming query into `partitions` partitions "
               + "(dry_run => true: only plans). One row per state store.",
           new StructType()
@@ -74,7 +79,10 @@ final class Procedures {
           required("partitions", INT, "the number of state partitions to end with"),
           optional("dry_run", BOOLEAN, "false", "only report what would be done"),
           ASSUME_STOPPED,
-          optional("backup_to", STRING, "NULL",
+          optional(
+              "backup_to",
+              STRING,
+              "NULL",
               "keep the partition folders a decrease drops under this location"));
     }
 
@@ -83,13 +91,17 @@ final class Procedures {
       String checkpoint = args.required(0);
       Integer partitions = args.integer(1);
       if (partitions == null) {
-        throw new StateShiftException(StateShiftException.Reason.INVALID_PARTITION_COUNT,
+        throw new StateShiftException(
+            StateShiftException.Reason.INVALID_PARTITION_COUNT,
             "partitions is null: pass the partition count to end with, for example "
                 + "partitions => 16.");
       }
-      var action = StateShift.get(spark).repartitionState(checkpoint).toPartitions(partitions)
-          .backupTo(args.string(4))
-          .onProgress(message -> LOG.info("repartition_state {}: {}", checkpoint, message));
+      var action =
+          StateShift.get(spark)
+              .repartitionState(checkpoint)
+              .toPartitions(partitions)
+              .backupTo(args.string(4))
+              .onProgress(message -> LOG.info("repartition_state {}: {}", checkpoint, message));
       if (args.flag(3)) {
         action.assumeStopped();
       }
@@ -98,9 +110,23 @@ final class Procedures {
         RepartitionPlan plan = action.plan();
         for (RepartitionPlan.OperatorInfo op : plan.operators()) {
           for (String store : op.stores()) {
-            rows.add(new Object[] {plan.checkpoint(), plan.queryId(), true, plan.fromPartitions(),
-                plan.toPartitions(), plan.repartitionBatch(), op.id(), op.name(), store, null, null,
-                null, null, plan.interruptedAttempt().orElse(null)});
+            rows.add(
+                new Object[] {
+                  plan.checkpoint(),
+                  plan.queryId(),
+                  true,
+                  plan.fromPartitions(),
+                  plan.toPartitions(),
+                  plan.repartitionBatch(),
+                  op.id(),
+                  op.name(),
+                  store,
+                  null,
+                  null,
+                  null,
+                  null,
+                  plan.interruptedAttempt().orElse(null)
+                });
           }
         }
         return rows;
@@ -108,10 +134,23 @@ final class Procedures {
       RepartitionResult result = action.execute();
       RepartitionPlan plan = result.plan();
       for (RepartitionResult.StoreMove s : result.stores()) {
-        rows.add(new Object[] {plan.checkpoint(), plan.queryId(), false, plan.fromPartitions(),
-            plan.toPartitions(), result.batchId(), s.operatorId(), s.operatorName(), s.storeName(),
-            s.rowsRead(), s.rowsWritten(), s.bytesWritten(), result.totalMillis(),
-            plan.interruptedAttempt().orElse(null)});
+        rows.add(
+            new Object[] {
+              plan.checkpoint(),
+              plan.queryId(),
+              false,
+              plan.fromPartitions(),
+              plan.toPartitions(),
+              result.batchId(),
+              s.operatorId(),
+              s.operatorName(),
+              s.storeName(),
+              s.rowsRead(),
+              s.rowsWritten(),
+              s.bytesWritten(),
+              result.totalMillis(),
+              plan.interruptedAttempt().orElse(null)
+            });
       }
       return rows;
     }
@@ -120,7 +159,8 @@ final class Procedures {
   /** {@code inspect_state(checkpoint)}: one row per state store, with per-partition arrays. */
   static final class InspectState extends StateShiftProcedure {
     InspectState() {
-      super("inspect_state",
+      super(
+          "inspect_state",
           "The layout of a checkpoint: one row per state store with its rows, bytes, skew, "
               + "misplaced keys, and rows and bytes per partition.",
           new StructType()
@@ -151,15 +191,48 @@ final class Procedures {
       List<Object[]> rows = new ArrayList<>();
       for (CheckpointReport.OperatorReport op : r.operators()) {
         if (op.stores().isEmpty()) { // an operator whose stores were not read: still listed
-          rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastPlannedBatch(),
-              r.lastCommittedBatch(), r.stateStoreProvider(), r.partitions(), op.id(), op.name(),
-              op.supported(), null, null, null, null, null, null, null, interrupted});
+          rows.add(
+              new Object[] {
+                r.checkpoint(),
+                r.queryId(),
+                r.lastPlannedBatch(),
+                r.lastCommittedBatch(),
+                r.stateStoreProvider(),
+                r.partitions(),
+                op.id(),
+                op.name(),
+                op.supported(),
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                interrupted
+              });
         }
         for (CheckpointReport.StoreReport s : op.stores()) {
-          rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastPlannedBatch(),
-              r.lastCommittedBatch(), r.stateStoreProvider(), r.partitions(), op.id(), op.name(),
-              op.supported(), s.name(), s.totalRows(), s.totalBytes(), s.skew(), s.misplacedKeys(),
-              s.rows(), s.bytes(), interrupted});
+          rows.add(
+              new Object[] {
+                r.checkpoint(),
+                r.queryId(),
+                r.lastPlannedBatch(),
+                r.lastCommittedBatch(),
+                r.stateStoreProvider(),
+                r.partitions(),
+                op.id(),
+                op.name(),
+                op.supported(),
+                s.name(),
+                s.totalRows(),
+                s.totalBytes(),
+                s.skew(),
+                s.misplacedKeys(),
+                s.rows(),
+                s.bytes(),
+                interrupted
+              });
         }
       }
       return rows;
@@ -172,7 +245,8 @@ final class Procedures {
    */
   static final class VerifyState extends StateShiftProcedure {
     VerifyState() {
-      super("verify_state",
+      super(
+          "verify_state",
           "Checks every key is in the partition Spark assigns it, row counts match the counts "
               + "before the last repartition, and the state files the logs need exist.",
           new StructType()
@@ -188,18 +262,20 @@ final class Procedures {
     List<Object[]> run(SparkSession spark, Arguments args) {
       VerificationReport r = StateShift.get(spark).verify(args.required(0));
       if (r.ok()) {
-        return List.<Object[]>of(new Object[] {r.checkpoint(), r.partitions(), r.rowsChecked(),
-            true, null});
+        return List.<Object[]>of(
+            new Object[] {r.checkpoint(), r.partitions(), r.rowsChecked(), true, null});
       }
-      return r.problems().stream().map(p -> new Object[] {r.checkpoint(), r.partitions(),
-          r.rowsChecked(), false, p}).toList();
+      return r.problems().stream()
+          .map(p -> new Object[] {r.checkpoint(), r.partitions(), r.rowsChecked(), false, p})
+          .toList();
     }
   }
 
   /** {@code rollback_state(checkpoint, assume_stopped)}: one row, the repartition undone. */
   static final class RollbackState extends StateShiftProcedure {
     RollbackState() {
-      super("rollback_state",
+      super(
+          "rollback_state",
           "Restores the layout before the checkpoint's last repartition, as long as no batch has "
               + "run on the new layout.",
           new StructType()
@@ -208,15 +284,22 @@ final class Procedures {
               .add("rolled_back_batch", LONG, false)
               .add("from_partitions", INT, false)
               .add("to_partitions", INT, false),
-          CHECKPOINT, ASSUME_STOPPED);
+          CHECKPOINT,
+          ASSUME_STOPPED);
     }
 
     @Override
     List<Object[]> run(SparkSession spark, Arguments args) {
       RepartitionPlan undone =
           StateShift.get(spark).rollbackRepartition(args.required(0), args.flag(1));
-      return List.<Object[]>of(new Object[] {undone.checkpoint(), undone.queryId(),
-          undone.repartitionBatch(), undone.fromPartitions(), undone.toPartitions()});
+      return List.<Object[]>of(
+          new Object[] {
+            undone.checkpoint(),
+            undone.queryId(),
+            undone.repartitionBatch(),
+            undone.fromPartitions(),
+            undone.toPartitions()
+          });
     }
   }
 
@@ -226,7 +309,8 @@ final class Procedures {
    */
   static final class DoctorProcedure extends StateShiftProcedure {
     DoctorProcedure() {
-      super("doctor",
+      super(
+          "doctor",
           "Checks a checkpoint against the production checklist, read-only: one row per finding "
               + "(severity, code, title, evidence, fix).",
           new StructType()
@@ -242,9 +326,15 @@ final class Procedures {
               .add("evidence", STRING)
               .add("fix", STRING),
           CHECKPOINT,
-          optional("cores", INT, "NULL",
+          optional(
+              "cores",
+              INT,
+              "NULL",
               "the cores the query runs on (default: the session's default parallelism)"),
-          optional("history", STRING, "NULL",
+          optional(
+              "history",
+              STRING,
+              "NULL",
               "a progress history written by the monitor (a file or a folder of .jsonl files)"));
     }
 
@@ -259,25 +349,49 @@ final class Procedures {
       findings.sort(java.util.Comparator.comparing(Finding::severity).reversed());
       List<Object[]> rows = new ArrayList<>();
       for (Finding f : findings) {
-        rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastCommittedBatch(), r.partitions(),
-            r.recommendedPartitions(), r.cores(), f.severity().name(), f.code(), f.title(),
-            f.evidence(), f.fix()});
+        rows.add(
+            new Object[] {
+              r.checkpoint(),
+              r.queryId(),
+              r.lastCommittedBatch(),
+              r.partitions(),
+              r.recommendedPartitions(),
+              r.cores(),
+              f.severity().name(),
+              f.code(),
+              f.title(),
+              f.evidence(),
+              f.fix()
+            });
       }
       if (rows.isEmpty()) { // nothing found: the summary still has a row
-        rows.add(new Object[] {r.checkpoint(), r.queryId(), r.lastCommittedBatch(), r.partitions(),
-            r.recommendedPartitions(), r.cores(), null, null, null, null, null});
+        rows.add(
+            new Object[] {
+              r.checkpoint(),
+              r.queryId(),
+              r.lastCommittedBatch(),
+              r.partitions(),
+              r.recommendedPartitions(),
+              r.cores(),
+              null,
+              null,
+              null,
+              null,
+              null
+            });
       }
       return rows;
     }
   }
 
   /**
-   * {@code state_history(checkpoint)}: one row per repartition recorded under
-   * {@code _stateshift/history}, oldest first, and one for an attempt still unfinished.
+   * {@code state_history(checkpoint)}: one row per repartition recorded under {@code
+   * _stateshift/history}, oldest first, and one for an attempt still unfinished.
    */
   static final class StateHistory extends StateShiftProcedure {
     StateHistory() {
-      super("state_history",
+      super(
+          "state_history",
           "Every repartition of the checkpoint: batch, from -> to, when, outcome (completed, "
               + "rolled_back, or interrupted), rows counted before, backup location.",
           new StructType()
@@ -298,11 +412,27 @@ final class Procedures {
     List<Object[]> run(SparkSession spark, Arguments args) {
       String checkpoint = args.required(0);
       List<RepartitionRecords.Record> records = RepartitionRecords.read(spark, checkpoint);
-      String qualified = io.stateshift.internal.CheckpointFiles.at(checkpoint,
-          io.stateshift.internal.SessionSettings.hadoopConf(spark)).root().toString();
-      return records.stream().map(r -> new Object[] {qualified, r.batch(), r.baseBatch(),
-          r.fromPartitions(), r.toPartitions(), r.startedAtMs() * 1000L, r.outcome(),
-          r.rowsBefore(), r.backupLocation(), r.attemptId()}).toList();
+      String qualified =
+          io.stateshift.internal.CheckpointFiles.at(
+                  checkpoint, io.stateshift.internal.SessionSettings.hadoopConf(spark))
+              .root()
+              .toString();
+      return records.stream()
+          .map(
+              r ->
+                  new Object[] {
+                    qualified,
+                    r.batch(),
+                    r.baseBatch(),
+                    r.fromPartitions(),
+                    r.toPartitions(),
+                    r.startedAtMs() * 1000L,
+                    r.outcome(),
+                    r.rowsBefore(),
+                    r.backupLocation(),
+                    r.attemptId()
+                  })
+          .toList();
     }
   }
 }

@@ -19,20 +19,21 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * CALL stateshift.system.repartition_state(checkpoint => '/cp', partitions => 16, dry_run => true)
  * </pre>
  *
- * The procedures live in the {@code system} namespace (the catalog's default, so
- * {@code stateshift.repartition_state} works too) and call the public Java API, so their checks,
- * messages and crash safety are the command line's. Only procedures: this catalog has no tables.
+ * The procedures live in the {@code system} namespace (the catalog's default, so {@code
+ * stateshift.repartition_state} works too) and call the public Java API, so their checks, messages
+ * and crash safety are the command line's. Only procedures: this catalog has no tables.
  */
 public final class StateShiftCatalog implements ProcedureCatalog {
   static final String NAMESPACE = "system";
 
-  private static final Map<String, Supplier<UnboundProcedure>> PROCEDURES = Map.of(
-      "repartition_state", Procedures.RepartitionState::new,
-      "inspect_state", Procedures.InspectState::new,
-      "verify_state", Procedures.VerifyState::new,
-      "rollback_state", Procedures.RollbackState::new,
-      "doctor", Procedures.DoctorProcedure::new,
-      "state_history", Procedures.StateHistory::new);
+  private static final Map<String, Supplier<UnboundProcedure>> PROCEDURES =
+      Map.of(
+          "repartition_state", Procedures.RepartitionState::new,
+          "inspect_state", Procedures.InspectState::new,
+          "verify_state", Procedures.VerifyState::new,
+          "rollback_state", Procedures.RollbackState::new,
+          "doctor", Procedures.DoctorProcedure::new,
+          "state_history", Procedures.StateHistory::new);
 
   private String name = "stateshift";
 
@@ -54,18 +55,32 @@ public final class StateShiftCatalog implements ProcedureCatalog {
   @Override
   public UnboundProcedure loadProcedure(Identifier ident) {
     Supplier<UnboundProcedure> procedure =
-        inSystemNamespace(ident.namespace()) ? PROCEDURES.get(ident.name().toLowerCase(Locale.ROOT))
+        inSystemNamespace(ident.namespace())
+            ? PROCEDURES.get(ident.name().toLowerCase(Locale.ROOT))
             : null;
     if (procedure == null) {
       // An AnalysisException reaches the user as it is (Spark wraps any other exception in
       // "failed to load routine" and drops its message): name the procedures that exist.
-      String wanted = name + "." + String.join(".", ident.namespace())
-          + (ident.namespace().length == 0 ? "" : ".") + ident.name();
-      String known = name + "." + NAMESPACE + ".{"
-          + String.join(", ", PROCEDURES.keySet().stream().sorted().toList()) + "}";
-      throw sneaky(new AnalysisException("ROUTINE_NOT_FOUND",
-          scala.collection.immutable.Map$.MODULE$.<String, String>empty().updated("routineName",
-              wanted + " (stateshift's procedures are " + known + ")")));
+      String wanted =
+          name
+              + "."
+              + String.join(".", ident.namespace())
+              + (ident.namespace().length == 0 ? "" : ".")
+              + ident.name();
+      String known =
+          name
+              + "."
+              + NAMESPACE
+              + ".{"
+              + String.join(", ", PROCEDURES.keySet().stream().sorted().toList())
+              + "}";
+      throw sneaky(
+          new AnalysisException(
+              "ROUTINE_NOT_FOUND",
+              scala.collection.immutable.Map$.MODULE$
+                  .<String, String>empty()
+                  .updated(
+                      "routineName", wanted + " (stateshift's procedures are " + known + ")")));
     }
     return procedure.get();
   }
@@ -75,15 +90,17 @@ public final class StateShiftCatalog implements ProcedureCatalog {
     if (!inSystemNamespace(namespace)) {
       return new Identifier[0];
     }
-    return PROCEDURES.keySet().stream().sorted()
+    return PROCEDURES.keySet().stream()
+        .sorted()
         .map(p -> Identifier.of(new String[] {NAMESPACE}, p))
         .toArray(Identifier[]::new);
   }
 
   private static boolean inSystemNamespace(String[] namespace) {
     return namespace.length == 0
-        || Arrays.equals(new String[] {NAMESPACE}, Arrays.stream(namespace)
-            .map(n -> n.toLowerCase(Locale.ROOT)).toArray(String[]::new));
+        || Arrays.equals(
+            new String[] {NAMESPACE},
+            Arrays.stream(namespace).map(n -> n.toLowerCase(Locale.ROOT)).toArray(String[]::new));
   }
 
   /** Throws a checked exception the interface does not declare, as Scala callers expect. */

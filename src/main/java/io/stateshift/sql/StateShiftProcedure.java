@@ -24,8 +24,8 @@ abstract class StateShiftProcedure implements SimpleProcedure {
   private final ProcedureParameter[] parameters;
   private final StructType output;
 
-  StateShiftProcedure(String name, String description, StructType output,
-      ProcedureParameter... parameters) {
+  StateShiftProcedure(
+      String name, String description, StructType output, ProcedureParameter... parameters) {
     this.name = name;
     this.description = description;
     this.parameters = parameters;
@@ -70,11 +70,19 @@ abstract class StateShiftProcedure implements SimpleProcedure {
     } catch (StateShiftException e) {
       // The reason leads the message, so a script can tell a refusal (checkpoint unchanged) from
       // a failure without the Java type; the CLI's own message follows unchanged.
-      throw new StateShiftException(e.reason(), name + " " + (e.reason().isBadInput() ? "refused"
-          : "failed") + " [" + e.reason() + "]: " + e.getMessage(), e);
+      throw new StateShiftException(
+          e.reason(),
+          name
+              + " "
+              + (e.reason().isBadInput() ? "refused" : "failed")
+              + " ["
+              + e.reason()
+              + "]: "
+              + e.getMessage(),
+          e);
     }
-    InternalRow[] internal = rows.stream().map(StateShiftProcedure::toInternal)
-        .toArray(InternalRow[]::new);
+    InternalRow[] internal =
+        rows.stream().map(StateShiftProcedure::toInternal).toArray(InternalRow[]::new);
     return List.<Scan>of(new Result(output, internal)).iterator();
   }
 
@@ -127,9 +135,14 @@ abstract class StateShiftProcedure implements SimpleProcedure {
     String required(int index) {
       String value = string(index);
       if (value == null || value.isBlank()) {
-        throw new StateShiftException(StateShiftException.Reason.INVALID_ARGUMENT,
-            parameters[index].name() + " is empty: CALL ..." + name + "("
-                + parameters[index].name() + " => '...').");
+        throw new StateShiftException(
+            StateShiftException.Reason.INVALID_ARGUMENT,
+            parameters[index].name()
+                + " is empty: CALL ..."
+                + name
+                + "("
+                + parameters[index].name()
+                + " => '...').");
       }
       return value;
     }

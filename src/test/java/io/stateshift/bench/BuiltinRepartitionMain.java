@@ -3,8 +3,8 @@ package io.stateshift.bench;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * Spark's built-in offline repartition in a fresh JVM, for the benchmark's cold timings:
- * {@code BuiltinRepartitionMain <checkpoint> <partitions> [providerClass]}. Exit code 0 on success.
+ * Spark's built-in offline repartition in a fresh JVM, for the benchmark's cold timings: {@code
+ * BuiltinRepartitionMain <checkpoint> <partitions> [providerClass]}. Exit code 0 on success.
  */
 public final class BuiltinRepartitionMain {
   private BuiltinRepartitionMain() {}
@@ -15,12 +15,13 @@ public final class BuiltinRepartitionMain {
       System.exit(2);
     }
     int exit = 0;
-    SparkSession spark = SparkSession.builder()
-        .master(System.getProperty("spark.master", "local[2]"))
-        .appName("built-in repartition")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate();
+    SparkSession spark =
+        SparkSession.builder()
+            .master(System.getProperty("spark.master", "local[2]"))
+            .appName("built-in repartition")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate();
     try {
       spark.sparkContext().setLogLevel("WARN");
       if (args.length > 2) {
@@ -28,10 +29,12 @@ public final class BuiltinRepartitionMain {
       }
       long start = System.nanoTime();
       spark.streams(); // the RocksDB path needs the StateStoreCoordinator this creates
-      ((org.apache.spark.sql.classic.SparkSession) spark).streamingCheckpointManager()
+      ((org.apache.spark.sql.classic.SparkSession) spark)
+          .streamingCheckpointManager()
           .repartition(args[0], Integer.parseInt(args[1]), true);
-      System.out.printf("built-in repartition of %s to %s partitions: %d ms%n", args[0], args[1],
-          (System.nanoTime() - start) / 1_000_000);
+      System.out.printf(
+          "built-in repartition of %s to %s partitions: %d ms%n",
+          args[0], args[1], (System.nanoTime() - start) / 1_000_000);
     } catch (RuntimeException e) {
       System.err.println("built-in repartition failed: " + e);
       e.printStackTrace();

@@ -17,20 +17,23 @@ final class Dirs {
   /** Copies {@code from} to {@code to}, which must not exist, file by file (no links). */
   static void copy(Path from, Path to) {
     try {
-      Files.walkFileTree(from, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs)
-            throws IOException {
-          Files.createDirectories(to.resolve(from.relativize(dir).toString()));
-          return FileVisitResult.CONTINUE;
-        }
+      Files.walkFileTree(
+          from,
+          new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs)
+                throws IOException {
+              Files.createDirectories(to.resolve(from.relativize(dir).toString()));
+              return FileVisitResult.CONTINUE;
+            }
 
-        @Override
-        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-          Files.copy(file, to.resolve(from.relativize(file).toString()));
-          return FileVisitResult.CONTINUE;
-        }
-      });
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
+                throws IOException {
+              Files.copy(file, to.resolve(from.relativize(file).toString()));
+              return FileVisitResult.CONTINUE;
+            }
+          });
     } catch (IOException e) {
       throw new UncheckedIOException("copy " + from + " -> " + to, e);
     }

@@ -34,9 +34,11 @@ final class HeapSampler implements AutoCloseable {
   private volatile boolean running = true;
 
   private HeapSampler() {
-    heapPools = ManagementFactory.getMemoryPoolMXBeans().stream()
-        .filter(p -> p.getType() == MemoryType.HEAP).map(MemoryPoolMXBean::getName)
-        .collect(Collectors.toSet());
+    heapPools =
+        ManagementFactory.getMemoryPoolMXBeans().stream()
+            .filter(p -> p.getType() == MemoryType.HEAP)
+            .map(MemoryPoolMXBean::getName)
+            .collect(Collectors.toSet());
     baseline = used();
     peakUsed.set(baseline);
     peakAfterGc.set(baseline); // taken right after System.gc(): the live heap at the start
@@ -47,16 +49,19 @@ final class HeapSampler implements AutoCloseable {
         emitters.add(emitter);
       }
     }
-    thread = new Thread(() -> {
-      while (running) {
-        peakUsed.accumulateAndGet(used(), Math::max);
-        try {
-          Thread.sleep(10);
-        } catch (InterruptedException e) {
-          return;
-        }
-      }
-    }, "bench-heap-sampler");
+    thread =
+        new Thread(
+            () -> {
+              while (running) {
+                peakUsed.accumulateAndGet(used(), Math::max);
+                try {
+                  Thread.sleep(10);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+            },
+            "bench-heap-sampler");
     thread.setDaemon(true);
     thread.start();
   }
@@ -71,8 +76,8 @@ final class HeapSampler implements AutoCloseable {
   }
 
   private void onGc(Notification notification, Object handback) {
-    if (!GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION
-        .equals(notification.getType())) {
+    if (!GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(
+        notification.getType())) {
       return;
     }
     GarbageCollectionNotificationInfo info =

@@ -26,23 +26,36 @@ import org.apache.spark.sql.execution.streaming.state.StateStore$;
  * Side-by-side benchmark of state repartitioning, on fresh copies of the same checkpoint:
  *
  * <ol>
- *   <li>stateshift: {@code StateShift.get(spark).repartitionState(copy).toPartitions(to).execute()};
+ *   <li>stateshift: {@code
+ *       StateShift.get(spark).repartitionState(copy).toPartitions(to).execute()};
  *   <li>Spark's built-in offline runner, {@code streamingCheckpointManager().repartition(copy, to,
  *       true)} (RocksDB only);
  *   <li>replay: a new checkpoint and the same query over the whole input with the new count;
  *   <li>floor: read every state row once and write the same bytes once to plain files.
  * </ol>
  *
- * Run it with {@code bench/run} (see bench/README.md); it is not a test and never runs in {@code mvn
- * test}. stateshift's result is checked after every run: same rows per store as before, every key
- * in its Spark partition, the new count; a wrong result stops the benchmark with exit code 1.
+ * Run it with {@code bench/run} (see bench/README.md); it is not a test and never runs in {@code
+ * mvn test}. stateshift's result is checked after every run: same rows per store as before, every
+ * key in its Spark partition, the new count; a wrong result stops the benchmark with exit code 1.
  */
 public final class RepartitionBenchmark {
 
   /** Command-line options. */
-  record Options(List<Long> keys, List<Workload.Shape> shapes, List<Workload.Provider> providers,
-      List<int[]> directions, int repeat, boolean cold, String coldHeap, int files, Path workDir,
-      Path outDir, List<String> methods, boolean keep, boolean warmup, String master,
+  record Options(
+      List<Long> keys,
+      List<Workload.Shape> shapes,
+      List<Workload.Provider> providers,
+      List<int[]> directions,
+      int repeat,
+      boolean cold,
+      String coldHeap,
+      int files,
+      Path workDir,
+      Path outDir,
+      List<String> methods,
+      boolean keep,
+      boolean warmup,
+      String master,
       List<String> argv) {
 
     static Options parse(String[] args) {
@@ -69,8 +82,19 @@ public final class RepartitionBenchmark {
         System.out.println(USAGE);
         System.exit(0);
       }
-      List<String> known = List.of("keys", "shapes", "providers", "directions", "repeat",
-          "cold-heap", "files", "work-dir", "out", "methods", "master");
+      List<String> known =
+          List.of(
+              "keys",
+              "shapes",
+              "providers",
+              "directions",
+              "repeat",
+              "cold-heap",
+              "files",
+              "work-dir",
+              "out",
+              "methods",
+              "master");
       for (String k : values.keySet()) {
         if (!known.contains(k)) {
           throw new IllegalArgumentException("unknown option --" + k + "\n" + USAGE);
@@ -81,8 +105,7 @@ public final class RepartitionBenchmark {
         String[] p = d.split("->|:");
         directions.add(new int[] {Integer.parseInt(p[0].trim()), Integer.parseInt(p[1].trim())});
       }
-      List<String> methods = split(values.getOrDefault("methods", String.join(",",
-          Results.WARM)));
+      List<String> methods = split(values.getOrDefault("methods", String.join(",", Results.WARM)));
       for (String m : methods) {
         if (!Results.ALL_WARM.contains(m)) {
           throw new IllegalArgumentException("unknown method '" + m + "' " + Results.ALL_WARM);
@@ -90,18 +113,23 @@ public final class RepartitionBenchmark {
       }
       return new Options(
           split(values.getOrDefault("keys", "200000,1000000")).stream()
-              .map(s -> Long.parseLong(s.replace("_", ""))).toList(),
+              .map(s -> Long.parseLong(s.replace("_", "")))
+              .toList(),
           split(values.getOrDefault("shapes", "windowed,dedup")).stream()
-              .map(Workload.Shape::parse).toList(),
+              .map(Workload.Shape::parse)
+              .toList(),
           split(values.getOrDefault("providers", "rocksdb,hdfs")).stream()
-              .map(Workload.Provider::parse).toList(),
+              .map(Workload.Provider::parse)
+              .toList(),
           directions,
           Integer.parseInt(values.getOrDefault("repeat", "3")),
           flags.contains("cold"),
           values.getOrDefault("cold-heap", "2g"),
           Integer.parseInt(values.getOrDefault("files", "4")),
-          Path.of(values.getOrDefault("work-dir", System.getProperty("java.io.tmpdir")
-              + "/stateshift-bench")).toAbsolutePath(),
+          Path.of(
+                  values.getOrDefault(
+                      "work-dir", System.getProperty("java.io.tmpdir") + "/stateshift-bench"))
+              .toAbsolutePath(),
           Path.of(values.getOrDefault("out", "bench/results")).toAbsolutePath(),
           methods,
           flags.contains("keep"),
@@ -115,7 +143,8 @@ public final class RepartitionBenchmark {
     }
   }
 
-  static final String USAGE = """
+  static final String USAGE =
+      """
       usage: bench/run [options]
         --keys 200000,1000000        distinct state keys per checkpoint (even; 3000000, 10000000...)
         --shapes windowed,dedup      windowed count (window 5 min + key, watermark) / dropDuplicates
@@ -157,14 +186,15 @@ public final class RepartitionBenchmark {
     if (options.methods().contains(Results.ONDEMAND)) {
       builder.config("spark.sql.extensions", "io.stateshift.StateShiftExtensions");
     }
-    spark = builder
-        .master(options.master())
-        .appName("stateshift repartition benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        // no background snapshotting or unloading of state stores in the middle of a timing
-        .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
-        .getOrCreate();
+    spark =
+        builder
+            .master(options.master())
+            .appName("stateshift repartition benchmark")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            // no background snapshotting or unloading of state stores in the middle of a timing
+            .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
+            .getOrCreate();
     spark.sparkContext().setLogLevel("WARN");
     spark.streams(); // the StateStoreCoordinator, which RocksDB stores and the built-in runner need
     spark.sparkContext().addSparkListener(stages);
@@ -176,15 +206,21 @@ public final class RepartitionBenchmark {
     environment.put("java", System.getProperty("java.version"));
     environment.put("spark", spark.version());
     environment.put("maxHeapBytes", Runtime.getRuntime().maxMemory());
-    environment.put("repetitionsText", options.repeat() + " warm run(s) per method"
-        + (options.cold() ? ", cold runs as well" : ""));
+    environment.put(
+        "repetitionsText",
+        options.repeat()
+            + " warm run(s) per method"
+            + (options.cold() ? ", cold runs as well" : ""));
     environment.put("inputFiles", options.files());
     String commit = git("rev-parse", "--short", "HEAD").trim();
     environment.put("gitCommit", commit.isEmpty() ? "unknown commit" : commit);
     String status = git("status", "--porcelain", "--untracked-files=no", "src/main").trim();
     environment.put("gitDirty", !status.isEmpty());
-    environment.put("gitModifiedMainFiles", status.isEmpty() ? List.of()
-        : List.of(status.split("\n")).stream().map(String::trim).toList());
+    environment.put(
+        "gitModifiedMainFiles",
+        status.isEmpty()
+            ? List.of()
+            : List.of(status.split("\n")).stream().map(String::trim).toList());
   }
 
   public static void main(String[] args) {
@@ -229,8 +265,9 @@ public final class RepartitionBenchmark {
       } else {
         Workload.writeInput(spark, input, keys, options.files());
       }
-      log("input for %,d keys: %d files, %.1f MB, written in %.1f s", keys, options.files(),
-          Dirs.size(input) / 1048576.0, (System.nanoTime() - t) / 1e9);
+      log(
+          "input for %,d keys: %d files, %.1f MB, written in %.1f s",
+          keys, options.files(), Dirs.size(input) / 1048576.0, (System.nanoTime() - t) / 1e9);
       for (Workload.Shape shape : options.shapes()) {
         for (Workload.Provider provider : options.providers()) {
           Map<Integer, Path> masters = new TreeMap<>();
@@ -244,13 +281,23 @@ public final class RepartitionBenchmark {
               c.from = direction[0];
               c.to = direction[1];
               cases.add(c);
-              Path master = masters.computeIfAbsent(c.from, from -> {
-                Path cp = options.workDir().resolve(String.format("master-%d-%s-%s-%d", keys,
-                    shape.name().toLowerCase(Locale.ROOT), provider.name().toLowerCase(Locale.ROOT),
-                    from));
-                builds.put(from, build(shape, provider, input, cp, from));
-                return cp;
-              });
+              Path master =
+                  masters.computeIfAbsent(
+                      c.from,
+                      from -> {
+                        Path cp =
+                            options
+                                .workDir()
+                                .resolve(
+                                    String.format(
+                                        "master-%d-%s-%s-%d",
+                                        keys,
+                                        shape.name().toLowerCase(Locale.ROOT),
+                                        provider.name().toLowerCase(Locale.ROOT),
+                                        from));
+                        builds.put(from, build(shape, provider, input, cp, from));
+                        return cp;
+                      });
               c.buildMillis = builds.get(c.from)[0];
               c.buildBatches = (int) builds.get(c.from)[1];
               runCase(c, shape, provider, input, master, options.repeat(), options.cold());
@@ -305,8 +352,8 @@ public final class RepartitionBenchmark {
 
   // ---- building the checkpoint ----
 
-  private long[] build(Workload.Shape shape, Workload.Provider provider, Path input, Path cp,
-      int partitions) {
+  private long[] build(
+      Workload.Shape shape, Workload.Provider provider, Path input, Path cp, int partitions) {
     if (options.keep() && Files.isDirectory(cp.resolve("commits"))) {
       log("reusing the kept checkpoint %s (build time not measured)", cp.getFileName());
       return new long[] {0, 0};
@@ -317,31 +364,48 @@ public final class RepartitionBenchmark {
     int batches = Workload.runQuery(spark, shape, provider, input, cp, partitions);
     long millis = (System.nanoTime() - t) / 1_000_000;
     unloadStateStores();
-    log("built %s (%d partitions, %d batches) in %.1f s", cp.getFileName(), partitions, batches,
-        millis / 1000.0);
+    log(
+        "built %s (%d partitions, %d batches) in %.1f s",
+        cp.getFileName(), partitions, batches, millis / 1000.0);
     return new long[] {millis, batches};
   }
 
   // ---- one case: all methods, interleaved ----
 
-  private void runCase(Results.Case c, Workload.Shape shape, Workload.Provider provider,
-      Path input, Path master, int repeat, boolean cold) {
-    String name = String.format(Locale.ROOT, "%s %s %,d keys %d->%d", c.shape, c.provider,
-        c.keys, c.from, c.to);
+  private void runCase(
+      Results.Case c,
+      Workload.Shape shape,
+      Workload.Provider provider,
+      Path input,
+      Path master,
+      int repeat,
+      boolean cold) {
+    String name =
+        String.format(
+            Locale.ROOT, "%s %s %,d keys %d->%d", c.shape, c.provider, c.keys, c.from, c.to);
     c.stateBytes = Dirs.size(master.resolve("state"));
     c.stateFiles = Dirs.fileCount(master.resolve("state"));
     CheckpointReport before = shift.inspect(master.toString());
     // stateshift's inspect counts only the operators it supports; Spark's source counts joins
-    Map<String, Long> rowsBefore = shape == Workload.Shape.JOIN
-        ? sparkRowsPerStore(master) : rowsPerStore(before);
+    Map<String, Long> rowsBefore =
+        shape == Workload.Shape.JOIN ? sparkRowsPerStore(master) : rowsPerStore(before);
     c.rowsBefore = rowsBefore.values().stream().mapToLong(Long::longValue).sum();
     if (before.partitions() != c.from || c.rowsBefore != shape.stateRows(c.keys)) {
-      throw new IllegalStateException(name + ": the built checkpoint has " + before.partitions()
-          + " partitions and " + c.rowsBefore + " state rows; expected " + c.from + " and "
-          + shape.stateRows(c.keys) + ". The workload generator is wrong.");
+      throw new IllegalStateException(
+          name
+              + ": the built checkpoint has "
+              + before.partitions()
+              + " partitions and "
+              + c.rowsBefore
+              + " state rows; expected "
+              + c.from
+              + " and "
+              + shape.stateRows(c.keys)
+              + ". The workload generator is wrong.");
     }
-    log("%s: state %.1f MB in %d files, %,d rows", name, c.stateBytes / 1048576.0, c.stateFiles,
-        c.rowsBefore);
+    log(
+        "%s: state %.1f MB in %d files, %,d rows",
+        name, c.stateBytes / 1048576.0, c.stateFiles, c.rowsBefore);
     List<String> methods = new ArrayList<>();
     for (String m : options.methods()) {
       if (m.equals(Results.BUILTIN) && !provider.rocksDb) {
@@ -360,21 +424,27 @@ public final class RepartitionBenchmark {
           continue;
         }
         try {
-          Results.Run run = switch (method) {
-            case Results.STATESHIFT -> timeStateshift(c, master, rowsBefore);
-            case Results.BUILTIN -> timeBuiltin(c, shape, master, rowsBefore);
-            case Results.REPLAY -> timeReplay(c, shape, provider, input);
-            case Results.FLOOR -> timeFloor(c, master);
-            case Results.ONDEMAND -> timeRestart(c, shape, provider, input, master, rowsBefore,
-                true);
-            case Results.RESTART -> timeRestart(c, shape, provider, input, master, rowsBefore,
-                false);
-            default -> throw new IllegalStateException(method);
-          };
+          Results.Run run =
+              switch (method) {
+                case Results.STATESHIFT -> timeStateshift(c, master, rowsBefore);
+                case Results.BUILTIN -> timeBuiltin(c, shape, master, rowsBefore);
+                case Results.REPLAY -> timeReplay(c, shape, provider, input);
+                case Results.FLOOR -> timeFloor(c, master);
+                case Results.ONDEMAND ->
+                    timeRestart(c, shape, provider, input, master, rowsBefore, true);
+                case Results.RESTART ->
+                    timeRestart(c, shape, provider, input, master, rowsBefore, false);
+                default -> throw new IllegalStateException(method);
+              };
           run.repetition = rep + 1;
           m.runs.add(run);
-          log("%s: %-10s run %d: %7.2f s  peak heap %,d MB%s", name, method, rep + 1,
-              run.millis / 1000.0, run.heapPeakBytes >> 20,
+          log(
+              "%s: %-10s run %d: %7.2f s  peak heap %,d MB%s",
+              name,
+              method,
+              rep + 1,
+              run.millis / 1000.0,
+              run.heapPeakBytes >> 20,
               run.phases.isEmpty() ? "" : "  phases " + run.phases);
         } catch (CorrectnessFailure e) {
           throw e;
@@ -428,34 +498,48 @@ public final class RepartitionBenchmark {
     try (HeapSampler heap = HeapSampler.start()) {
       long t = System.nanoTime();
       // a fresh copy looks recently written; its query is stopped
-      result = shift.repartitionState(copy.toString()).toPartitions(c.to).assumeStopped()
-          .execute();
+      result = shift.repartitionState(copy.toString()).toPartitions(c.to).assumeStopped().execute();
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
     }
     run.phases = new LinkedHashMap<>(result.phaseMillis());
     if (result.rowsMoved() != c.rowsBefore) {
-      throw new CorrectnessFailure("stateshift reported " + result.rowsMoved()
-          + " rows moved, the checkpoint had " + c.rowsBefore + " (" + copy + ")");
+      throw new CorrectnessFailure(
+          "stateshift reported "
+              + result.rowsMoved()
+              + " rows moved, the checkpoint had "
+              + c.rowsBefore
+              + " ("
+              + copy
+              + ")");
     }
     String problem = check(copy, c.to, rowsBefore, run);
     if (problem != null) {
-      throw new CorrectnessFailure("stateshift " + c.from + "->" + c.to + " on " + copy + ": "
-          + problem + " (copy kept for inspection)");
+      throw new CorrectnessFailure(
+          "stateshift "
+              + c.from
+              + "->"
+              + c.to
+              + " on "
+              + copy
+              + ": "
+              + problem
+              + " (copy kept for inspection)");
     }
     Dirs.delete(copy);
     return run;
   }
 
-  private Results.Run timeBuiltin(Results.Case c, Workload.Shape shape, Path master,
-      Map<String, Long> rowsBefore) {
+  private Results.Run timeBuiltin(
+      Results.Case c, Workload.Shape shape, Path master, Map<String, Long> rowsBefore) {
     Path copy = freshCopy(master);
     Results.Run run = new Results.Run();
     prepare();
     try (HeapSampler heap = HeapSampler.start()) {
       long t = System.nanoTime();
       spark.streams(); // needs the StateStoreCoordinator
-      ((org.apache.spark.sql.classic.SparkSession) spark).streamingCheckpointManager()
+      ((org.apache.spark.sql.classic.SparkSession) spark)
+          .streamingCheckpointManager()
           .repartition(copy.toString(), c.to, true);
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
@@ -465,13 +549,18 @@ public final class RepartitionBenchmark {
     String what = c.shape + " " + c.provider + " " + c.keys + " keys " + c.from + "->" + c.to;
     String problem;
     try {
-      problem = shape == Workload.Shape.JOIN ? checkJoinWithSpark(copy, c.to, rowsBefore, run)
-          : check(copy, c.to, rowsBefore, run);
+      problem =
+          shape == Workload.Shape.JOIN
+              ? checkJoinWithSpark(copy, c.to, rowsBefore, run)
+              : check(copy, c.to, rowsBefore, run);
     } catch (RuntimeException e) {
       // stateshift's inspect may refuse what the built-in runner leaves; ask Spark's own source
       run.check.put("inspectRefused", String.valueOf(e.getMessage()));
-      warnOnce("stateshift inspect refuses the checkpoint the built-in runner left (" + what
-          + "), checked with Spark's statestore source instead: " + e.getMessage());
+      warnOnce(
+          "stateshift inspect refuses the checkpoint the built-in runner left ("
+              + what
+              + "), checked with Spark's statestore source instead: "
+              + e.getMessage());
       try {
         problem = checkWithSpark(copy, c.to, c.rowsBefore, run);
       } catch (RuntimeException e2) {
@@ -486,8 +575,8 @@ public final class RepartitionBenchmark {
     return run;
   }
 
-  private Results.Run timeReplay(Results.Case c, Workload.Shape shape, Workload.Provider provider,
-      Path input) {
+  private Results.Run timeReplay(
+      Results.Case c, Workload.Shape shape, Workload.Provider provider, Path input) {
     Path cp = options.workDir().resolve("replay-checkpoint");
     Dirs.delete(cp);
     Results.Run run = new Results.Run();
@@ -506,8 +595,15 @@ public final class RepartitionBenchmark {
     run.check.put("rows", rows);
     run.check.put("partitions", after.partitions());
     if (rows != c.rowsBefore || after.partitions() != c.to) {
-      warn("replay produced " + rows + " rows in " + after.partitions() + " partitions, expected "
-          + c.rowsBefore + " in " + c.to);
+      warn(
+          "replay produced "
+              + rows
+              + " rows in "
+              + after.partitions()
+              + " partitions, expected "
+              + c.rowsBefore
+              + " in "
+              + c.to);
     }
     Dirs.delete(cp);
     return run;
@@ -518,8 +614,13 @@ public final class RepartitionBenchmark {
    * starts and stops without a batch), with {@code spark.sql.streaming.stateStore.partitions} set
    * to the new count (on-demand repartition at start) or unset (the plain restart it adds to).
    */
-  private Results.Run timeRestart(Results.Case c, Workload.Shape shape,
-      Workload.Provider provider, Path input, Path master, Map<String, Long> rowsBefore,
+  private Results.Run timeRestart(
+      Results.Case c,
+      Workload.Shape shape,
+      Workload.Provider provider,
+      Path input,
+      Path master,
+      Map<String, Long> rowsBefore,
       boolean onDemand) {
     Path copy = freshCopy(master);
     Results.Run run = new Results.Run();
@@ -545,8 +646,16 @@ public final class RepartitionBenchmark {
     if (onDemand) {
       String problem = check(copy, c.to, rowsBefore, run);
       if (problem != null) {
-        throw new CorrectnessFailure("on-demand " + c.from + "->" + c.to + " on " + copy + ": "
-            + problem + " (copy kept for inspection)");
+        throw new CorrectnessFailure(
+            "on-demand "
+                + c.from
+                + "->"
+                + c.to
+                + " on "
+                + copy
+                + ": "
+                + problem
+                + " (copy kept for inspection)");
       }
     }
     Dirs.delete(copy);
@@ -590,39 +699,48 @@ public final class RepartitionBenchmark {
 
   // ---- cold: fresh processes ----
 
-  private void timeColdStateshift(Results.Case c, Path master, Map<String, Long> rowsBefore,
-      int rep, String name) {
+  private void timeColdStateshift(
+      Results.Case c, Path master, Map<String, Long> rowsBefore, int rep, String name) {
     // ./stateshift rebuilds its jar when src/main changed: let that happen outside the timing
     Path buildLog = options.workDir().resolve("cold-stateshift-build.log");
-    if (runProcess(new ProcessBuilder(projectDir.resolve("stateshift").toString(), "classpath"),
-        buildLog, new Results.Run()) != 0) {
+    if (runProcess(
+            new ProcessBuilder(projectDir.resolve("stateshift").toString(), "classpath"),
+            buildLog,
+            new Results.Run())
+        != 0) {
       throw new IllegalStateException("./stateshift classpath failed: " + tail(buildLog));
     }
     Path copy = freshCopy(master);
     Results.Run run = new Results.Run();
     run.repetition = rep;
     Path logFile = options.workDir().resolve("cold-stateshift.log");
-    ProcessBuilder pb = new ProcessBuilder(projectDir.resolve("stateshift").toString(),
-        "repartition", "--checkpoint", copy.toString(), "--partitions", Integer.toString(c.to),
-        "--assume-stopped");
+    ProcessBuilder pb =
+        new ProcessBuilder(
+            projectDir.resolve("stateshift").toString(),
+            "repartition",
+            "--checkpoint",
+            copy.toString(),
+            "--partitions",
+            Integer.toString(c.to),
+            "--assume-stopped");
     pb.environment().put("STATESHIFT_JAVA_OPTS", "-Xmx" + options.coldHeap());
     int exit = runProcess(pb, logFile, run);
     if (exit != 0) {
-      throw new IllegalStateException("./stateshift repartition exited with " + exit + ": "
-          + tail(logFile));
+      throw new IllegalStateException(
+          "./stateshift repartition exited with " + exit + ": " + tail(logFile));
     }
     String problem = check(copy, c.to, rowsBefore, run);
     if (problem != null) {
-      throw new CorrectnessFailure("cold stateshift " + c.from + "->" + c.to + " on " + copy
-          + ": " + problem);
+      throw new CorrectnessFailure(
+          "cold stateshift " + c.from + "->" + c.to + " on " + copy + ": " + problem);
     }
     c.method(Results.COLD_STATESHIFT).runs.add(run);
     log("%s: %-15s run %d: %7.2f s", name, Results.COLD_STATESHIFT, rep, run.millis / 1000.0);
     Dirs.delete(copy);
   }
 
-  private void timeColdBuiltin(Results.Case c, Workload.Provider provider, Path master, int rep,
-      String name) {
+  private void timeColdBuiltin(
+      Results.Case c, Workload.Provider provider, Path master, int rep, String name) {
     Results.Method m = c.method(Results.COLD_BUILTIN);
     if (m.error != null) {
       return;
@@ -632,12 +750,19 @@ public final class RepartitionBenchmark {
     run.repetition = rep;
     Path logFile = options.workDir().resolve("cold-builtin.log");
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    ProcessBuilder pb = new ProcessBuilder(java, "@" + projectDir.resolve("spark-jvm.options"),
-        "-Xmx" + options.coldHeap(),
-        "-Dlog4j2.configurationFile="
-            + projectDir.resolve("src/main/resources/stateshift-log4j2.properties"),
-        "-cp", System.getProperty("java.class.path"), BuiltinRepartitionMain.class.getName(),
-        copy.toString(), Integer.toString(c.to), provider.providerClass());
+    ProcessBuilder pb =
+        new ProcessBuilder(
+            java,
+            "@" + projectDir.resolve("spark-jvm.options"),
+            "-Xmx" + options.coldHeap(),
+            "-Dlog4j2.configurationFile="
+                + projectDir.resolve("src/main/resources/stateshift-log4j2.properties"),
+            "-cp",
+            System.getProperty("java.class.path"),
+            BuiltinRepartitionMain.class.getName(),
+            copy.toString(),
+            Integer.toString(c.to),
+            provider.providerClass());
     int exit = runProcess(pb, logFile, run);
     if (exit != 0) {
       m.error = "exit code " + exit + ": " + tail(logFile);
@@ -702,8 +827,11 @@ public final class RepartitionBenchmark {
   private String check(Path copy, int to, Map<String, Long> rowsBefore, Results.Run run) {
     CheckpointReport after = shift.inspect(copy.toString());
     Map<String, Long> rowsAfter = rowsPerStore(after);
-    long misplaced = after.operators().stream().flatMap(o -> o.stores().stream())
-        .mapToLong(CheckpointReport.StoreReport::misplacedKeys).sum();
+    long misplaced =
+        after.operators().stream()
+            .flatMap(o -> o.stores().stream())
+            .mapToLong(CheckpointReport.StoreReport::misplacedKeys)
+            .sum();
     run.check.put("partitions", after.partitions());
     run.check.put("rowsPerStore", rowsAfter);
     run.check.put("misplacedKeys", misplaced);
@@ -730,10 +858,10 @@ public final class RepartitionBenchmark {
     long misplaced = 0;
     int highest = -1;
     try (var list = Files.list(copy.resolve("state"))) {
-      for (String op : list.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+"))
-          .toList()) {
-        var state = spark.read().format("statestore").option("operatorId", op)
-            .load(copy.toString());
+      for (String op :
+          list.map(p -> p.getFileName().toString()).filter(n -> n.matches("\\d+")).toList()) {
+        var state =
+            spark.read().format("statestore").option("operatorId", op).load(copy.toString());
         rows += state.count();
         misplaced += state.filter("partition_id != pmod(hash(key), " + to + ")").count();
         Object max = state.agg(org.apache.spark.sql.functions.max("partition_id")).first().get(0);
@@ -765,7 +893,8 @@ public final class RepartitionBenchmark {
     try {
       for (int op : FloorCopy.operators(checkpoint)) {
         for (String store : FloorCopy.storeNames(checkpoint, op)) {
-          out.put(op + "/" + (store == null ? "default" : store),
+          out.put(
+              op + "/" + (store == null ? "default" : store),
               statestore(checkpoint, op, store).count());
         }
       }
@@ -775,8 +904,8 @@ public final class RepartitionBenchmark {
     return out;
   }
 
-  private org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> statestore(Path checkpoint,
-      int op, String store) {
+  private org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> statestore(
+      Path checkpoint, int op, String store) {
     var reader = spark.read().format("statestore").option("operatorId", op);
     if (store != null) {
       reader = reader.option("storeName", store);
@@ -785,20 +914,22 @@ public final class RepartitionBenchmark {
   }
 
   /**
-   * Checks a repartitioned join checkpoint with Spark's statestore source: rows per store as
-   * before and no partition beyond the new count. (Misplaced keys are not checked here: the
-   * partition key of keyWithIndexToValue is the key without its index.) Returns the problem, or
-   * null.
+   * Checks a repartitioned join checkpoint with Spark's statestore source: rows per store as before
+   * and no partition beyond the new count. (Misplaced keys are not checked here: the partition key
+   * of keyWithIndexToValue is the key without its index.) Returns the problem, or null.
    */
-  private String checkJoinWithSpark(Path copy, int to, Map<String, Long> rowsBefore,
-      Results.Run run) {
+  private String checkJoinWithSpark(
+      Path copy, int to, Map<String, Long> rowsBefore, Results.Run run) {
     Map<String, Long> rowsAfter = sparkRowsPerStore(copy);
     int highest = -1;
     try {
       for (int op : FloorCopy.operators(copy)) {
         for (String store : FloorCopy.storeNames(copy, op)) {
-          Object max = statestore(copy, op, store)
-              .agg(org.apache.spark.sql.functions.max("partition_id")).first().get(0);
+          Object max =
+              statestore(copy, op, store)
+                  .agg(org.apache.spark.sql.functions.max("partition_id"))
+                  .first()
+                  .get(0);
           highest = Math.max(highest, max == null ? -1 : ((Number) max).intValue());
         }
       }
@@ -850,8 +981,10 @@ public final class RepartitionBenchmark {
       Report.writeJson(jsonFile, root);
       String md = Report.markdown(cases, environment, options.cold(), failure);
       if (!warnings.isEmpty()) {
-        md += "\n## Warnings\n\n" + String.join("\n", warnings.stream().map(w -> "- " + w)
-            .toList()) + "\n";
+        md +=
+            "\n## Warnings\n\n"
+                + String.join("\n", warnings.stream().map(w -> "- " + w).toList())
+                + "\n";
       }
       Files.createDirectories(mdFile.getParent());
       Files.writeString(mdFile, md, StandardCharsets.UTF_8);
@@ -862,8 +995,9 @@ public final class RepartitionBenchmark {
 
   private void requireStateshiftScript() {
     if (!Files.isExecutable(projectDir.resolve("stateshift"))) {
-      throw new IllegalStateException("--cold runs ./stateshift from the project folder; run "
-          + "the benchmark from the project root (bench/run does)");
+      throw new IllegalStateException(
+          "--cold runs ./stateshift from the project folder; run "
+              + "the benchmark from the project root (bench/run does)");
     }
   }
 
@@ -871,8 +1005,11 @@ public final class RepartitionBenchmark {
     List<String> command = new ArrayList<>(List.of("git"));
     command.addAll(List.of(args));
     try {
-      Process p = new ProcessBuilder(command).directory(projectDir.toFile())
-          .redirectErrorStream(true).start();
+      Process p =
+          new ProcessBuilder(command)
+              .directory(projectDir.toFile())
+              .redirectErrorStream(true)
+              .start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       p.waitFor();
       return p.exitValue() == 0 ? out : "";
@@ -906,8 +1043,8 @@ public final class RepartitionBenchmark {
   }
 
   private static void log(String format, Object... args) {
-    System.err.printf(Locale.ROOT, "[bench %tT] " + format + "%n",
-        prepend(java.time.LocalTime.now(), args));
+    System.err.printf(
+        Locale.ROOT, "[bench %tT] " + format + "%n", prepend(java.time.LocalTime.now(), args));
   }
 
   private static Object[] prepend(Object first, Object[] rest) {

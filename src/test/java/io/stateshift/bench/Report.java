@@ -15,33 +15,56 @@ import java.util.Map;
 final class Report {
   private Report() {}
 
-  static String markdown(List<Results.Case> cases, Map<String, Object> environment,
-      boolean cold, String failure) {
+  static String markdown(
+      List<Results.Case> cases, Map<String, Object> environment, boolean cold, String failure) {
     StringBuilder out = new StringBuilder();
-    out.append("# stateshift repartition benchmark, ").append(environment.get("started"))
+    out.append("# stateshift repartition benchmark, ")
+        .append(environment.get("started"))
         .append("\n\n");
     out.append("`").append(environment.get("command")).append("`  \n");
-    out.append(String.format(Locale.ROOT,
-        "%s cores, %s, Java %s, Spark %s, -Xmx %d MB, %s; stateshift at %s%s%n%n",
-        environment.get("cores"), environment.get("master"), environment.get("java"),
-        environment.get("spark"), (Long) environment.get("maxHeapBytes") >> 20,
-        environment.get("repetitionsText"), environment.get("gitCommit"),
-        Boolean.TRUE.equals(environment.get("gitDirty")) ? " (working tree with uncommitted "
-            + "changes)" : ""));
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%s cores, %s, Java %s, Spark %s, -Xmx %d MB, %s; stateshift at %s%s%n%n",
+            environment.get("cores"),
+            environment.get("master"),
+            environment.get("java"),
+            environment.get("spark"),
+            (Long) environment.get("maxHeapBytes") >> 20,
+            environment.get("repetitionsText"),
+            environment.get("gitCommit"),
+            Boolean.TRUE.equals(environment.get("gitDirty"))
+                ? " (working tree with uncommitted " + "changes)"
+                : ""));
     if (failure != null) {
       out.append("**BENCHMARK FAILED:** ").append(failure).append("\n\n");
     }
-    out.append("Times in seconds, min / median of the warm runs (same JVM as the build, a fresh "
-        + "copy of the checkpoint for every run). 1 = stateshift, 2 = Spark's built-in runner, "
-        + "3 = replay of all input into a new checkpoint, 4 = floor (read all state once, write "
-        + "the same bytes once), 5 = restart of the stopped query with "
-        + "`spark.sql.streaming.stateStore.partitions` set (on-demand repartition, no new input), "
-        + "6 = the same restart without the setting. Ratios use the min times; (5-6)/1 is what "
-        + "the on-demand path costs relative to the command. Peak heap: highest used Java heap "
-        + "during the run, garbage included, max over runs.\n\n");
-    List<String> header = new ArrayList<>(List.of("shape", "provider", "keys", "state MB",
-        "from->to", "1 stateshift s", "2 built-in s", "3 replay s", "4 floor s", "2/1", "3/1",
-        "1/4", "stateshift rows/s", "peak heap MB 1 / 2 / 3 / 4"));
+    out.append(
+        "Times in seconds, min / median of the warm runs (same JVM as the build, a fresh "
+            + "copy of the checkpoint for every run). 1 = stateshift, 2 = Spark's built-in runner, "
+            + "3 = replay of all input into a new checkpoint, 4 = floor (read all state once, write "
+            + "the same bytes once), 5 = restart of the stopped query with "
+            + "`spark.sql.streaming.stateStore.partitions` set (on-demand repartition, no new input), "
+            + "6 = the same restart without the setting. Ratios use the min times; (5-6)/1 is what "
+            + "the on-demand path costs relative to the command. Peak heap: highest used Java heap "
+            + "during the run, garbage included, max over runs.\n\n");
+    List<String> header =
+        new ArrayList<>(
+            List.of(
+                "shape",
+                "provider",
+                "keys",
+                "state MB",
+                "from->to",
+                "1 stateshift s",
+                "2 built-in s",
+                "3 replay s",
+                "4 floor s",
+                "2/1",
+                "3/1",
+                "1/4",
+                "stateshift rows/s",
+                "peak heap MB 1 / 2 / 3 / 4"));
     boolean onDemand = cases.stream().anyMatch(c -> c.methods.containsKey(Results.ONDEMAND));
     if (onDemand) {
       header.addAll(List.of("5 on-demand restart s", "6 plain restart s", "(5-6)/1"));
@@ -52,33 +75,62 @@ final class Report {
     row(out, header);
     row(out, header.stream().map(h -> "---").toList());
     for (Results.Case c : cases) {
-      List<String> cells = new ArrayList<>(List.of(c.shape, c.provider,
-          String.format(Locale.ROOT, "%,d", c.keys), mb(c.stateBytes), c.from + "->" + c.to,
-          time(c, Results.STATESHIFT), time(c, Results.BUILTIN), time(c, Results.REPLAY),
-          time(c, Results.FLOOR), ratio(c.ratio(Results.BUILTIN, Results.STATESHIFT)),
-          ratio(c.ratio(Results.REPLAY, Results.STATESHIFT)),
-          ratio(c.ratio(Results.STATESHIFT, Results.FLOOR)),
-          Double.isNaN(c.stateshiftRowsPerSecond()) ? "n/a"
-              : String.format(Locale.ROOT, "%,.0f", c.stateshiftRowsPerSecond()),
-          String.join(" / ", heap(c, Results.STATESHIFT), heap(c, Results.BUILTIN),
-              heap(c, Results.REPLAY), heap(c, Results.FLOOR))));
+      List<String> cells =
+          new ArrayList<>(
+              List.of(
+                  c.shape,
+                  c.provider,
+                  String.format(Locale.ROOT, "%,d", c.keys),
+                  mb(c.stateBytes),
+                  c.from + "->" + c.to,
+                  time(c, Results.STATESHIFT),
+                  time(c, Results.BUILTIN),
+                  time(c, Results.REPLAY),
+                  time(c, Results.FLOOR),
+                  ratio(c.ratio(Results.BUILTIN, Results.STATESHIFT)),
+                  ratio(c.ratio(Results.REPLAY, Results.STATESHIFT)),
+                  ratio(c.ratio(Results.STATESHIFT, Results.FLOOR)),
+                  Double.isNaN(c.stateshiftRowsPerSecond())
+                      ? "n/a"
+                      : String.format(Locale.ROOT, "%,.0f", c.stateshiftRowsPerSecond()),
+                  String.join(
+                      " / ",
+                      heap(c, Results.STATESHIFT),
+                      heap(c, Results.BUILTIN),
+                      heap(c, Results.REPLAY),
+                      heap(c, Results.FLOOR))));
       if (onDemand) {
-        cells.addAll(List.of(time(c, Results.ONDEMAND), time(c, Results.RESTART),
-            ratio(c.onDemandOverCommand())));
+        cells.addAll(
+            List.of(
+                time(c, Results.ONDEMAND),
+                time(c, Results.RESTART),
+                ratio(c.onDemandOverCommand())));
       }
       if (cold) {
-        cells.addAll(List.of(time(c, Results.COLD_STATESHIFT), time(c, Results.COLD_BUILTIN),
-            ratio(c.ratio(Results.COLD_BUILTIN, Results.COLD_STATESHIFT))));
+        cells.addAll(
+            List.of(
+                time(c, Results.COLD_STATESHIFT),
+                time(c, Results.COLD_BUILTIN),
+                ratio(c.ratio(Results.COLD_BUILTIN, Results.COLD_STATESHIFT))));
       }
       row(out, cells);
     }
     out.append("\n## Where the time goes (fastest run of each)\n\n");
-    out.append("stateshift phases from `RepartitionResult.phaseMillis()`; Spark stages from a "
-        + "listener: wall s x tasks (summed task CPU s). Live heap = highest heap left after a GC "
-        + "during the run.\n\n");
-    List<String> h2 = List.of("shape", "provider", "keys", "from->to", "stateshift phases s",
-        "stateshift stages", "stateshift live heap MB", "built-in stages",
-        "built-in live heap MB");
+    out.append(
+        "stateshift phases from `RepartitionResult.phaseMillis()`; Spark stages from a "
+            + "listener: wall s x tasks (summed task CPU s). Live heap = highest heap left after a GC "
+            + "during the run.\n\n");
+    List<String> h2 =
+        List.of(
+            "shape",
+            "provider",
+            "keys",
+            "from->to",
+            "stateshift phases s",
+            "stateshift stages",
+            "stateshift live heap MB",
+            "built-in stages",
+            "built-in live heap MB");
     row(out, h2);
     row(out, h2.stream().map(h -> "---").toList());
     for (Results.Case c : cases) {
@@ -86,12 +138,26 @@ final class Report {
       Results.Method bi = c.methods.get(Results.BUILTIN);
       Results.Run ssRun = ss == null ? null : ss.fastest();
       Results.Run biRun = bi == null ? null : bi.fastest();
-      String phases = ssRun == null ? "n/a" : String.join(" ", ssRun.phases.entrySet().stream()
-          .map(e -> e.getKey() + "=" + secs(e.getValue())).toList());
-      row(out, List.of(c.shape, c.provider, String.format(Locale.ROOT, "%,d", c.keys),
-          c.from + "->" + c.to, phases, stages(ssRun),
-          ssRun == null ? "n/a" : mb(ssRun.heapPeakAfterGcBytes), stages(biRun),
-          biRun == null ? "n/a" : mb(biRun.heapPeakAfterGcBytes)));
+      String phases =
+          ssRun == null
+              ? "n/a"
+              : String.join(
+                  " ",
+                  ssRun.phases.entrySet().stream()
+                      .map(e -> e.getKey() + "=" + secs(e.getValue()))
+                      .toList());
+      row(
+          out,
+          List.of(
+              c.shape,
+              c.provider,
+              String.format(Locale.ROOT, "%,d", c.keys),
+              c.from + "->" + c.to,
+              phases,
+              stages(ssRun),
+              ssRun == null ? "n/a" : mb(ssRun.heapPeakAfterGcBytes),
+              stages(biRun),
+              biRun == null ? "n/a" : mb(biRun.heapPeakAfterGcBytes)));
     }
     return out.toString();
   }
@@ -142,9 +208,15 @@ final class Report {
       String op = at > 0 ? name.substring(0, at) : name;
       String where = at > 0 ? name.substring(at + 4).replaceAll("\\.(java|scala):", ":") : "";
       Object cpu = s.get("taskCpuMillis");
-      parts.add(String.format(Locale.ROOT, "%s@%s %s x%s (%s)", op, where,
-          secs(((Number) s.get("wallMillis")).doubleValue()), s.get("tasks"),
-          cpu == null ? "?" : secs(((Number) cpu).doubleValue())));
+      parts.add(
+          String.format(
+              Locale.ROOT,
+              "%s@%s %s x%s (%s)",
+              op,
+              where,
+              secs(((Number) s.get("wallMillis")).doubleValue()),
+              s.get("tasks"),
+              cpu == null ? "?" : secs(((Number) cpu).doubleValue())));
     }
     return String.join("; ", parts);
   }

@@ -15,13 +15,16 @@ final class Results {
   static final String FLOOR = "floor";
   static final String COLD_STATESHIFT = "cold-stateshift";
   static final String COLD_BUILTIN = "cold-builtin";
+
   /** Restart of the query with {@code spark.sql.streaming.stateStore.partitions} set. */
   static final String ONDEMAND = "ondemand";
+
   /** Plain restart of the query, no repartition: what {@link #ONDEMAND} costs beyond it. */
   static final String RESTART = "restart";
+
   static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
-  static final List<String> ALL_WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND,
-      RESTART);
+  static final List<String> ALL_WARM =
+      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART);
 
   /** One timed run of one method. */
   static final class Run {
@@ -139,8 +142,13 @@ final class Results {
       Method od = methods.get(ONDEMAND);
       Method rs = methods.get(RESTART);
       Method ss = methods.get(STATESHIFT);
-      if (od == null || rs == null || ss == null || !od.hasTimes() || !rs.hasTimes()
-          || !ss.hasTimes() || ss.min() <= 0) {
+      if (od == null
+          || rs == null
+          || ss == null
+          || !od.hasTimes()
+          || !rs.hasTimes()
+          || !ss.hasTimes()
+          || ss.min() <= 0) {
         return Double.NaN;
       }
       return (double) (od.min() - rs.min()) / ss.min();

@@ -55,7 +55,8 @@ final class StageRecorder extends SparkListener {
     try {
       spark.sparkContext().listenerBus().waitUntilEmpty(30_000);
     } catch (TimeoutException e) {
-      System.err.println("bench: Spark listener bus still busy after 30 s; stage list may be short");
+      System.err.println(
+          "bench: Spark listener bus still busy after 30 s; stage list may be short");
     }
     List<Map<String, Object>> out = new ArrayList<>(stages);
     out.sort(Comparator.comparingInt(s -> (Integer) s.get("stageId")));

@@ -33,10 +33,12 @@ import org.apache.spark.sql.types.StructType;
  * two update (windowed count) or re-see (dropDuplicates) all of them.
  */
 final class Workload {
-  static final StructType SCHEMA = new StructType()
-      .add("eventId", DataTypes.StringType)
-      .add("device", DataTypes.StringType)
-      .add("ts", DataTypes.TimestampType);
+  static final StructType SCHEMA =
+      new StructType()
+          .add("eventId", DataTypes.StringType)
+          .add("device", DataTypes.StringType)
+          .add("ts", DataTypes.TimestampType);
+
   /** A 5-minute boundary, so the two windows are exactly the two event-time slices. */
   static final long T0 = 1_699_999_800L;
 
@@ -49,8 +51,8 @@ final class Workload {
     /**
      * Stream-stream inner join of the input with itself on eventId, within 10 minutes of event
      * time. Each side keeps keyToNumValues (one row per eventId: {@code keys}) and
-     * keyWithIndexToValue (one row per event: {@code 2 * keys}), so {@code 6 * keys} state rows
-     * in 4 stores; {@code --keys 100000} is a join of 200k input rows per side.
+     * keyWithIndexToValue (one row per event: {@code 2 * keys}), so {@code 6 * keys} state rows in
+     * 4 stores; {@code --keys 100000} is a join of 200k input rows per side.
      */
     JOIN("stream-stream-join", "append");
 
@@ -64,19 +66,28 @@ final class Workload {
 
     Dataset<Row> apply(java.util.function.Supplier<Dataset<Row>> source) {
       return switch (this) {
-        case WINDOWED -> source.get().withWatermark("ts", "10 minutes")
-            .groupBy(window(col("ts"), "5 minutes"), col("device"))
-            .count();
+        case WINDOWED ->
+            source
+                .get()
+                .withWatermark("ts", "10 minutes")
+                .groupBy(window(col("ts"), "5 minutes"), col("device"))
+                .count();
         case DEDUP -> source.get().dropDuplicates("eventId");
         case JOIN -> {
-          Dataset<Row> left = source.get()
-              .select(col("eventId").as("lid"), col("device"), col("ts").as("lts"))
-              .withWatermark("lts", "10 minutes");
-          Dataset<Row> right = source.get()
-              .select(col("eventId").as("rid"), col("ts").as("rts"))
-              .withWatermark("rts", "10 minutes");
-          yield left.join(right, org.apache.spark.sql.functions.expr(
-              "lid = rid AND rts >= lts - INTERVAL 10 MINUTES AND rts <= lts + INTERVAL 10 MINUTES"));
+          Dataset<Row> left =
+              source
+                  .get()
+                  .select(col("eventId").as("lid"), col("device"), col("ts").as("lts"))
+                  .withWatermark("lts", "10 minutes");
+          Dataset<Row> right =
+              source
+                  .get()
+                  .select(col("eventId").as("rid"), col("ts").as("rts"))
+                  .withWatermark("rts", "10 minutes");
+          yield left.join(
+              right,
+              org.apache.spark.sql.functions.expr(
+                  "lid = rid AND rts >= lts - INTERVAL 10 MINUTES AND rts <= lts + INTERVAL 10 MINUTES"));
         }
       };
     }
@@ -91,25 +102,36 @@ final class Workload {
         case "windowed", "windowed-count", "window" -> WINDOWED;
         case "dedup", "dropduplicates", "dedupe" -> DEDUP;
         case "join", "stream-stream-join" -> JOIN;
-        default -> throw new IllegalArgumentException("unknown shape '" + s
-            + "' (windowed, dedup, join)");
+        default ->
+            throw new IllegalArgumentException("unknown shape '" + s + "' (windowed, dedup, join)");
       };
     }
   }
 
   /** The state store set-ups, as the session confs that select them. */
   enum Provider {
-    ROCKSDB("RocksDB", true, Map.of(
-        "spark.sql.streaming.stateStore.providerClass",
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "false")),
-    ROCKSDB_CHANGELOG("RocksDB+changelog", true, Map.of(
-        "spark.sql.streaming.stateStore.providerClass",
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")),
-    HDFS("HDFS", false, Map.of(
-        "spark.sql.streaming.stateStore.providerClass",
-        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"));
+    ROCKSDB(
+        "RocksDB",
+        true,
+        Map.of(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+            "false")),
+    ROCKSDB_CHANGELOG(
+        "RocksDB+changelog",
+        true,
+        Map.of(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+            "true")),
+    HDFS(
+        "HDFS",
+        false,
+        Map.of(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"));
 
     final String label;
     final boolean rocksDb;
@@ -130,8 +152,9 @@ final class Workload {
         case "rocksdb" -> ROCKSDB;
         case "rocksdb-changelog", "changelog" -> ROCKSDB_CHANGELOG;
         case "hdfs", "hdfs-backed" -> HDFS;
-        default -> throw new IllegalArgumentException("unknown provider '" + s
-            + "' (rocksdb, rocksdb-changelog, hdfs)");
+        default ->
+            throw new IllegalArgumentException(
+                "unknown provider '" + s + "' (rocksdb, rocksdb-changelog, hdfs)");
       };
     }
   }
@@ -151,15 +174,24 @@ final class Workload {
         long start = rows * f / files;
         long end = rows * (f + 1) / files;
         Dirs.delete(tmp);
-        spark.range(start, end, 1, 1).selectExpr(
+        spark
+            .range(start, end, 1, 1)
+            .selectExpr(
                 "concat('e', id % " + keys + ") AS eventId",
                 "concat('device-', id % " + devices + ") AS device",
-                "timestamp_seconds(" + T0 + " + ((id div " + devices + ") % 2) * 300 + id % 300)"
+                "timestamp_seconds("
+                    + T0
+                    + " + ((id div "
+                    + devices
+                    + ") % 2) * 300 + id % 300)"
                     + " AS ts")
-            .write().parquet(tmp.toString());
+            .write()
+            .parquet(tmp.toString());
         try (var list = Files.list(tmp)) {
-          Path part = list.filter(p -> p.getFileName().toString().endsWith(".parquet"))
-              .findFirst().orElseThrow();
+          Path part =
+              list.filter(p -> p.getFileName().toString().endsWith(".parquet"))
+                  .findFirst()
+                  .orElseThrow();
           Files.move(part, input.resolve(String.format("events-%04d.parquet", f)));
         }
         Dirs.delete(tmp);
@@ -174,18 +206,31 @@ final class Workload {
    * {@code checkpoint} with {@code partitions} state partitions and a no-op sink; returns the
    * number of batches run.
    */
-  static int runQuery(SparkSession spark, Shape shape, Provider provider, Path input,
-      Path checkpoint, int partitions) {
+  static int runQuery(
+      SparkSession spark,
+      Shape shape,
+      Provider provider,
+      Path input,
+      Path checkpoint,
+      int partitions) {
     provider.conf.forEach((k, v) -> spark.conf().set(k, v));
     spark.conf().set("spark.sql.shuffle.partitions", Integer.toString(partitions));
     try {
-      StreamingQuery query = shape.apply(() -> spark.readStream().schema(SCHEMA)
-              .option("maxFilesPerTrigger", 1).parquet(input.toString())).writeStream()
-          .format("noop")
-          .outputMode(shape.outputMode)
-          .option("checkpointLocation", checkpoint.toString())
-          .trigger(Trigger.AvailableNow())
-          .start();
+      StreamingQuery query =
+          shape
+              .apply(
+                  () ->
+                      spark
+                          .readStream()
+                          .schema(SCHEMA)
+                          .option("maxFilesPerTrigger", 1)
+                          .parquet(input.toString()))
+              .writeStream()
+              .format("noop")
+              .outputMode(shape.outputMode)
+              .option("checkpointLocation", checkpoint.toString())
+              .trigger(Trigger.AvailableNow())
+              .start();
       query.awaitTermination();
       return query.recentProgress().length;
     } catch (StreamingQueryException | TimeoutException e) {

@@ -23,11 +23,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The command line loads a file system connector from {@code --jars}, as a user adds hadoop-aws
- * for S3: a file system under its own scheme, compiled by this test into a jar that is not on the
- * class path, registered with {@code --conf spark.hadoop.fs.<scheme>.impl}. Without --jars the
- * command cannot open the checkpoint (exit 2, nothing changed); with it, the repartition runs on
- * that scheme and the query's output afterwards equals an uninterrupted run's.
+ * The command line loads a file system connector from {@code --jars}, as a user adds hadoop-aws for
+ * S3: a file system under its own scheme, compiled by this test into a jar that is not on the class
+ * path, registered with {@code --conf spark.hadoop.fs.<scheme>.impl}. Without --jars the command
+ * cannot open the checkpoint (exit 2, nothing changed); with it, the repartition runs on that
+ * scheme and the query's output afterwards equals an uninterrupted run's.
  */
 class ConnectorJarTest {
   private static final String SCHEME = "shadowfs";
@@ -43,60 +43,101 @@ class ConnectorJarTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 200, 30);
     run.writeEvents(1, 200, 30);
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint(), sink(),
-        StateStores.HDFS.withPartitions(4));
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint(), sink(), StateStores.HDFS.withPartitions(4));
     Path jar = connectorJar();
     assertThat(classPathHas(FS_CLASS)).as("the connector is only in its jar").isFalse();
     String uri = SCHEME + "://" + checkpoint();
-    List<String> conf = List.of("--conf", "spark.hadoop.fs." + SCHEME + ".impl=" + FS_CLASS,
-        "--conf", "spark.hadoop.fs.AbstractFileSystem." + SCHEME + ".impl=" + AFS_CLASS);
+    List<String> conf =
+        List.of(
+            "--conf",
+            "spark.hadoop.fs." + SCHEME + ".impl=" + FS_CLASS,
+            "--conf",
+            "spark.hadoop.fs.AbstractFileSystem." + SCHEME + ".impl=" + AFS_CLASS);
 
     Map<String, String> before = CheckpointDigest.of(checkpoint());
-    int exit = cli(tmp.resolve("without.log"), conf, "repartition", "--checkpoint", uri,
-        "--partitions", "3", "--assume-stopped");
+    int exit =
+        cli(
+            tmp.resolve("without.log"),
+            conf,
+            "repartition",
+            "--checkpoint",
+            uri,
+            "--partitions",
+            "3",
+            "--assume-stopped");
     assertThat(exit).as("log: %s", Files.readString(tmp.resolve("without.log"))).isEqualTo(2);
     assertThat(Files.readString(tmp.resolve("without.log")))
-        .contains("Cannot open checkpoint location " + uri).contains(FS_CLASS);
-    exit = cli(tmp.resolve("missing.log"), conf, "repartition", "--checkpoint", uri,
-        "--partitions", "3", "--jars", tmp.resolve("no-such.jar").toString());
+        .contains("Cannot open checkpoint location " + uri)
+        .contains(FS_CLASS);
+    exit =
+        cli(
+            tmp.resolve("missing.log"),
+            conf,
+            "repartition",
+            "--checkpoint",
+            uri,
+            "--partitions",
+            "3",
+            "--jars",
+            tmp.resolve("no-such.jar").toString());
     assertThat(exit).isEqualTo(2);
     assertThat(Files.readString(tmp.resolve("missing.log")))
         .contains("--jars: no such file " + tmp.resolve("no-such.jar"));
-    assertThat(CheckpointDigest.of(checkpoint())).as("refused: nothing changed")
-        .isEqualTo(before);
+    assertThat(CheckpointDigest.of(checkpoint())).as("refused: nothing changed").isEqualTo(before);
 
-    exit = cli(tmp.resolve("with.log"), conf, "repartition", "--checkpoint", uri,
-        "--partitions", "3", "--jars", jar.toString(), "--assume-stopped");
+    exit =
+        cli(
+            tmp.resolve("with.log"),
+            conf,
+            "repartition",
+            "--checkpoint",
+            uri,
+            "--partitions",
+            "3",
+            "--jars",
+            jar.toString(),
+            "--assume-stopped");
     String log = Files.readString(tmp.resolve("with.log"));
     assertThat(exit).as("log: %s", log).isEqualTo(0);
     assertThat(log).contains(uri.replace("://", ":"));
     assertThat(Files.readString(tmp.resolve("opened-by.txt")))
-        .as("the connector served the driver and the tasks").contains("driver").contains("task");
+        .as("the connector served the driver and the tasks")
+        .contains("driver")
+        .contains("task");
 
     // The query continues on the local path and counts as if nothing had happened.
     run.writeEvents(2, 200, 30);
     run.writeFlush(3);
-    var last = run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint(), sink(),
-        StateStores.HDFS.withPartitions(7));
+    var last =
+        run.runAvailable(
+            StatefulQueries.WINDOWED_COUNT,
+            checkpoint(),
+            sink(),
+            StateStores.HDFS.withPartitions(7));
     assertThat(StreamRun.stateInstances(last)).containsOnly(3L);
     StreamRun oracle = new StreamRun(spark, tmp.resolve("oracle-input"));
     for (int i = 0; i < 3; i++) {
       oracle.writeEvents(i, 200, 30);
     }
     oracle.writeFlush(3);
-    oracle.runAvailable(StatefulQueries.WINDOWED_COUNT, tmp.resolve("oracle-checkpoint"),
-        tmp.resolve("oracle-sink"), StateStores.HDFS.withPartitions(2));
-    assertThat(run.sinkRows(sink(), StatefulQueries.WINDOWED_COUNT)).isNotEmpty()
-        .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"),
-            StatefulQueries.WINDOWED_COUNT));
+    oracle.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        tmp.resolve("oracle-checkpoint"),
+        tmp.resolve("oracle-sink"),
+        StateStores.HDFS.withPartitions(2));
+    assertThat(run.sinkRows(sink(), StatefulQueries.WINDOWED_COUNT))
+        .isNotEmpty()
+        .containsExactlyElementsOf(
+            oracle.sinkRows(tmp.resolve("oracle-sink"), StatefulQueries.WINDOWED_COUNT));
   }
 
   /** Runs the command line in a fresh JVM (its own Spark, as the launcher starts it). */
   private int cli(Path log, List<String> conf, String... args) throws Exception {
-    String[] all = java.util.stream.Stream.concat(java.util.Arrays.stream(args), conf.stream())
-        .toArray(String[]::new);
-    return ChildJvm.runCli(log, List.of("-Dshadowfs.trace=" + tmp.resolve("opened-by.txt")),
-        all);
+    String[] all =
+        java.util.stream.Stream.concat(java.util.Arrays.stream(args), conf.stream())
+            .toArray(String[]::new);
+    return ChildJvm.runCli(log, List.of("-Dshadowfs.trace=" + tmp.resolve("opened-by.txt")), all);
   }
 
   /**
@@ -105,7 +146,9 @@ class ConnectorJarTest {
    */
   private Path connectorJar() throws Exception {
     Path src = Files.createDirectories(tmp.resolve("connector-src/connector"));
-    Files.writeString(src.resolve("ShadowFileSystem.java"), """
+    Files.writeString(
+        src.resolve("ShadowFileSystem.java"),
+        """
         package connector;
 
         public class ShadowFileSystem extends org.apache.hadoop.fs.RawLocalFileSystem {
@@ -144,8 +187,11 @@ class ConnectorJarTest {
             }
           }
         }
-        """.formatted(SCHEME));
-    Files.writeString(src.resolve("ShadowFs.java"), """
+        """
+            .formatted(SCHEME));
+    Files.writeString(
+        src.resolve("ShadowFs.java"),
+        """
         package connector;
 
         public class ShadowFs extends org.apache.hadoop.fs.DelegateToFileSystem {
@@ -154,12 +200,21 @@ class ConnectorJarTest {
             super(uri, new ShadowFileSystem(), conf, "%s", false);
           }
         }
-        """.formatted(SCHEME));
+        """
+            .formatted(SCHEME));
     Path classes = Files.createDirectories(tmp.resolve("connector-classes"));
     JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
-    int compiled = javac.run(null, null, null, "-d", classes.toString(), "-cp",
-        System.getProperty("java.class.path"), src.resolve("ShadowFileSystem.java").toString(),
-        src.resolve("ShadowFs.java").toString());
+    int compiled =
+        javac.run(
+            null,
+            null,
+            null,
+            "-d",
+            classes.toString(),
+            "-cp",
+            System.getProperty("java.class.path"),
+            src.resolve("ShadowFileSystem.java").toString(),
+            src.resolve("ShadowFs.java").toString());
     assertThat(compiled).isZero();
     Path jar = tmp.resolve("shadowfs-connector.jar");
     try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {

@@ -8,19 +8,19 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 import java.util.stream.Stream;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The launcher's class-archive training, as {@code ./stateshift} runs it: in its own JVM with
  * {@code -XX:ArchiveClassesAtExit} on a class path of jars only (the JVM archives nothing from
- * class folders, so the compiled classes go into a jar first, as the launcher's are). Every
- * command it trains on must succeed (exit code 0), and a JVM must be able to map the archive it
- * leaves ({@code -Xshare:on} fails otherwise).
+ * class folders, so the compiled classes go into a jar first, as the launcher's are). Every command
+ * it trains on must succeed (exit code 0), and a JVM must be able to map the archive it leaves
+ * ({@code -Xshare:on} fails otherwise).
  */
 class StartupTrainingTest {
   @TempDir Path tmp;
@@ -30,22 +30,37 @@ class StartupTrainingTest {
     Path archive = tmp.resolve("classes.jsa");
     Path log = tmp.resolve("training.log");
     String classPath = jarsOnly(tmp.resolve("stateshift.jar"));
-    Process training = new ProcessBuilder(java(),
-        "@" + Path.of("spark-jvm.options").toAbsolutePath(), "-Xmx1g",
-        "-Dlog4j2.configurationFile="
-            + Path.of("src/main/resources/stateshift-log4j2.properties").toAbsolutePath(),
-        "-XX:ArchiveClassesAtExit=" + archive, "-cp", classPath, StartupTraining.class.getName())
-        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    Process training =
+        new ProcessBuilder(
+                java(),
+                "@" + Path.of("spark-jvm.options").toAbsolutePath(),
+                "-Xmx1g",
+                "-Dlog4j2.configurationFile="
+                    + Path.of("src/main/resources/stateshift-log4j2.properties").toAbsolutePath(),
+                "-XX:ArchiveClassesAtExit=" + archive,
+                "-cp",
+                classPath,
+                StartupTraining.class.getName())
+            .redirectErrorStream(true)
+            .redirectOutput(log.toFile())
+            .start();
     assertThat(training.waitFor(5, TimeUnit.MINUTES)).as("training finished").isTrue();
     int exit = training.exitValue();
-    assertThat(exit).as("training exit code; see %s:%n%s", log, Files.readString(log))
-        .isZero();
+    assertThat(exit).as("training exit code; see %s:%n%s", log, Files.readString(log)).isZero();
     assertThat(Files.readString(log)).contains("Repartitioned");
     assertThat(archive).isNotEmptyFile();
 
-    Process check = new ProcessBuilder(java(), "-XX:SharedArchiveFile=" + archive, "-Xshare:on",
-        "-cp", classPath, "-version")
-        .redirectErrorStream(true).redirectOutput(tmp.resolve("check.log").toFile()).start();
+    Process check =
+        new ProcessBuilder(
+                java(),
+                "-XX:SharedArchiveFile=" + archive,
+                "-Xshare:on",
+                "-cp",
+                classPath,
+                "-version")
+            .redirectErrorStream(true)
+            .redirectOutput(tmp.resolve("check.log").toFile())
+            .start();
     assertThat(check.waitFor(1, TimeUnit.MINUTES)).isTrue();
     assertThat(check.exitValue()).as(Files.readString(tmp.resolve("check.log"))).isZero();
   }
@@ -56,8 +71,9 @@ class StartupTrainingTest {
 
   /** The test class path with the main classes folder as a jar, and without the test classes. */
   private static String jarsOnly(Path jar) throws IOException {
-    Path classes = Path.of(StartupTraining.class.getProtectionDomain().getCodeSource()
-        .getLocation().getPath());
+    Path classes =
+        Path.of(
+            StartupTraining.class.getProtectionDomain().getCodeSource().getLocation().getPath());
     try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
         Stream<Path> files = Files.walk(classes)) {
       for (Path file : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {

@@ -40,17 +40,23 @@ class StateShiftCliTest {
   private static Run cli(String... args) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int exit = new StateShiftCli(new PrintStream(out, true, StandardCharsets.UTF_8),
-        new PrintStream(err, true, StandardCharsets.UTF_8)).run(args);
-    return new Run(exit, out.toString(StandardCharsets.UTF_8),
-        err.toString(StandardCharsets.UTF_8));
+    int exit =
+        new StateShiftCli(
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8))
+            .run(args);
+    return new Run(
+        exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
   }
 
   private Path checkpoint(int partitions) {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 200, 20);
     Path checkpoint = tmp.resolve("checkpoint");
-    run.runAvailable(StatefulQueries.GROUPED_COUNT, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.GROUPED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
         StateStores.HDFS.withPartitions(partitions));
     return checkpoint;
   }
@@ -62,11 +68,20 @@ class StateShiftCliTest {
     String cp = checkpoint.toString();
 
     // The misspelling that once ran a real repartition and ignored the option.
-    Run misspelt = cli("repartition", "--checkpoint", cp, "--partitions", "3", "--backupTo",
-        tmp.resolve("backup").toString());
+    Run misspelt =
+        cli(
+            "repartition",
+            "--checkpoint",
+            cp,
+            "--partitions",
+            "3",
+            "--backupTo",
+            tmp.resolve("backup").toString());
     assertThat(misspelt.exit()).isEqualTo(StateShiftCli.BAD_INPUT);
-    assertThat(misspelt.err()).contains("unknown option --backupTo for repartition")
-        .contains("did you mean --backup-to?").contains("stateshift help repartition");
+    assertThat(misspelt.err())
+        .contains("unknown option --backupTo for repartition")
+        .contains("did you mean --backup-to?")
+        .contains("stateshift help repartition");
     assertThat(cli("repartition", "--checkpoint", cp, "--partitons", "3").err())
         .contains("did you mean --partitions?");
     assertThat(cli("doctor", "--checkpoint", cp, "--core", "4").err())
@@ -82,7 +97,9 @@ class StateShiftCliTest {
     for (String flag : new String[] {"--dry-run=false", "--assume-stopped=false", "--json=true"}) {
       Run withValue = cli("repartition", "--checkpoint", cp, "--partitions", "3", flag);
       assertThat(withValue.exit()).as(flag).isEqualTo(StateShiftCli.BAD_INPUT);
-      assertThat(withValue.err()).as(flag).contains("is a flag and takes no value")
+      assertThat(withValue.err())
+          .as(flag)
+          .contains("is a flag and takes no value")
           .contains("leave it out");
     }
     assertThat(cli("rollback", "--checkpoint", cp, "--assume-stopped=false").exit())
@@ -95,8 +112,9 @@ class StateShiftCliTest {
         .contains("--partitions takes a whole number, got 'many'");
     assertThat(cli("repartition", "--checkpoint", cp).err())
         .contains("--partitions <n> is required");
-    assertThat(cli("repartition", "--checkpoint", cp, "--partitions", "3", "--partitions", "5")
-        .err()).contains("--partitions is given twice");
+    assertThat(
+            cli("repartition", "--checkpoint", cp, "--partitions", "3", "--partitions", "5").err())
+        .contains("--partitions is given twice");
     assertThat(cli("repartition", "--checkpoint", cp, "--partitions", "3", "now").err())
         .contains("unexpected argument 'now'");
     assertThat(cli("doctor", "--checkpoint", cp, "--conf", "novalue").err())
@@ -109,12 +127,23 @@ class StateShiftCliTest {
     // A child JVM without a session: a misspelt option must not wait for Spark to start.
     Path log = tmp.resolve("child.log");
     long started = System.nanoTime();
-    int exit = io.stateshift.testing.ChildJvm.runCli(log, java.util.List.of(), "repartition",
-        "--checkpoint", tmp.resolve("nowhere").toString(), "--partitions", "3", "--backupTo", "x");
+    int exit =
+        io.stateshift.testing.ChildJvm.runCli(
+            log,
+            java.util.List.of(),
+            "repartition",
+            "--checkpoint",
+            tmp.resolve("nowhere").toString(),
+            "--partitions",
+            "3",
+            "--backupTo",
+            "x");
     String output = Files.readString(log);
     assertThat(exit).as(output).isEqualTo(StateShiftCli.BAD_INPUT);
-    assertThat(output).contains("did you mean --backup-to?")
-        .doesNotContain("SparkContext").doesNotContain("Running Spark version");
+    assertThat(output)
+        .contains("did you mean --backup-to?")
+        .doesNotContain("SparkContext")
+        .doesNotContain("Running Spark version");
     assertThat((System.nanoTime() - started) / 1_000_000).as("ms").isLessThan(30_000);
   }
 
@@ -123,19 +152,29 @@ class StateShiftCliTest {
     for (String[] global : new String[][] {{"--help"}, {"-h"}, {"help"}}) {
       Run help = cli(global);
       assertThat(help.exit()).isZero();
-      assertThat(help.out()).contains("usage: stateshift <command>").contains("repartition")
-          .contains("history").contains("Exit codes");
+      assertThat(help.out())
+          .contains("usage: stateshift <command>")
+          .contains("repartition")
+          .contains("history")
+          .contains("Exit codes");
       assertThat(help.err()).isEmpty();
     }
-    for (String[] perCommand : new String[][] {{"help", "repartition"},
-        {"repartition", "--help"}, {"repartition", "-h"},
-        {"repartition", "--checkpoint", "x", "--bogus", "--help"}}) {
+    for (String[] perCommand :
+        new String[][] {
+          {"help", "repartition"},
+          {"repartition", "--help"},
+          {"repartition", "-h"},
+          {"repartition", "--checkpoint", "x", "--bogus", "--help"}
+        }) {
       Run help = cli(perCommand);
       assertThat(help.exit()).as(String.join(" ", perCommand)).isZero();
-      assertThat(help.out()).contains("usage: stateshift repartition --checkpoint <path> "
-              + "--partitions <n>")
-          .contains("--backup-to <path>").contains("(default: _stateshift/")
-          .contains("--assume-stopped").contains("--dry-run").contains("--json")
+      assertThat(help.out())
+          .contains("usage: stateshift repartition --checkpoint <path> " + "--partitions <n>")
+          .contains("--backup-to <path>")
+          .contains("(default: _stateshift/")
+          .contains("--assume-stopped")
+          .contains("--dry-run")
+          .contains("--json")
           .contains("example:\n  stateshift repartition --checkpoint");
       assertThat(help.err()).isEmpty();
     }
@@ -143,12 +182,16 @@ class StateShiftCliTest {
     for (CliCommand command : CommandLine.COMMANDS) {
       Run help = cli("help", command.name());
       assertThat(help.exit()).isZero();
-      assertThat(help.out()).startsWith("usage: stateshift " + command.name())
+      assertThat(help.out())
+          .startsWith("usage: stateshift " + command.name())
           .contains("example:\n  stateshift " + command.name());
     }
     Run demoHelp = cli("demo", "--help");
-    assertThat(demoHelp.out()).contains("--events <n>").contains("(default: 200000)")
-        .contains("--dir <path>").contains("a new temporary folder per run");
+    assertThat(demoHelp.out())
+        .contains("--events <n>")
+        .contains("(default: 200000)")
+        .contains("--dir <path>")
+        .contains("a new temporary folder per run");
     assertThat(cli("help", "repartiton").err()).contains("did you mean repartition?");
     Run none = cli();
     assertThat(none.exit()).isEqualTo(StateShiftCli.BAD_INPUT);
@@ -156,7 +199,8 @@ class StateShiftCliTest {
 
     Run version = cli("--version");
     assertThat(version.exit()).isZero();
-    assertThat(version.out()).containsPattern("^stateshift \\d+\\.\\d+\\.\\d+")
+    assertThat(version.out())
+        .containsPattern("^stateshift \\d+\\.\\d+\\.\\d+")
         .contains("built for Spark 4.2 (compiled against 4.2.0, Scala 2.13)")
         .contains("Spark on the class path: " + org.apache.spark.package$.MODULE$.SPARK_VERSION());
   }
@@ -181,29 +225,35 @@ class StateShiftCliTest {
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
     // Errors are JSON too, on stdout, with the reason a script can branch on.
-    Run missing = cli("repartition", "--checkpoint", tmp.resolve("nowhere").toString(),
-        "--partitions", "3", "--json");
+    Run missing =
+        cli(
+            "repartition",
+            "--checkpoint",
+            tmp.resolve("nowhere").toString(),
+            "--partitions",
+            "3",
+            "--json");
     assertThat(missing.exit()).isEqualTo(StateShiftCli.BAD_INPUT);
     JsonNode error = missing.json();
     assertThat(error.get("ok").asBoolean()).isFalse();
     assertThat(error.get("exitCode").asInt()).isEqualTo(2);
     assertThat(error.get("error").get("reason").asText()).isEqualTo("CHECKPOINT_NOT_FOUND");
     assertThat(error.get("error").get("message").asText()).contains("does not exist");
-    JsonNode usage = cli("repartition", "--checkpoint", cp, "--partitions", "3", "--dryrun",
-        "--json").json();
+    JsonNode usage =
+        cli("repartition", "--checkpoint", cp, "--partitions", "3", "--dryrun", "--json").json();
     assertThat(usage.get("ok").asBoolean()).isFalse();
     assertThat(usage.get("error").get("reason").asText()).isEqualTo("USAGE");
     assertThat(usage.get("error").get("message").asText()).contains("did you mean --dry-run?");
 
-    JsonNode plan = cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run",
-        "--json").json();
+    JsonNode plan =
+        cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run", "--json").json();
     assertThat(plan.get("dryRun").asBoolean()).isTrue();
     assertThat(plan.get("changed").asBoolean()).isFalse();
     assertThat(plan.get("plan").get("fromPartitions").asInt()).isEqualTo(4);
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
-    Run done = cli("repartition", "--checkpoint", cp, "--partitions", "6", "--assume-stopped",
-        "--json");
+    Run done =
+        cli("repartition", "--checkpoint", cp, "--partitions", "6", "--assume-stopped", "--json");
     assertThat(done.exit()).as(done.err()).isZero();
     JsonNode result = done.json();
     assertThat(result.get("ok").asBoolean()).isTrue();
@@ -228,8 +278,9 @@ class StateShiftCliTest {
     String cp = checkpoint.toString();
     assertThat(cli("history", "--checkpoint", cp).out()).contains("No repartition");
 
-    JsonNode done = cli("repartition", "--checkpoint", cp, "--partitions", "7",
-        "--assume-stopped", "--json").json();
+    JsonNode done =
+        cli("repartition", "--checkpoint", cp, "--partitions", "7", "--assume-stopped", "--json")
+            .json();
     assertThat(done.get("ok").asBoolean()).isTrue();
     Run rollback = cli("rollback", "--checkpoint", cp, "--assume-stopped", "--json");
     assertThat(rollback.exit()).as(rollback.err()).isZero();
@@ -264,7 +315,8 @@ class StateShiftCliTest {
     assertThat(undone.get("batch").asLong()).isEqualTo(repartition.get("batch").asLong());
 
     Run text = cli("history", "--checkpoint", cp);
-    assertThat(text.out()).contains("repartition 4 -> 7  completed (rolled back later)")
+    assertThat(text.out())
+        .contains("repartition 4 -> 7  completed (rolled back later)")
         .contains("rollback 7 -> 4  completed");
   }
 

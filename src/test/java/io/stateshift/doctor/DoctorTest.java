@@ -35,14 +35,20 @@ class DoctorTest {
   @TempDir Path tmp;
 
   /** Runs {@code files} one-file batches of {@code query}; returns the checkpoint. */
-  private Path run(StatefulQueries query, Map<String, String> conf, int files, int rows,
-      int devices) {
+  private Path run(
+      StatefulQueries query, Map<String, String> conf, int files, int rows, int devices) {
     StreamRun input = new StreamRun(spark, tmp.resolve("input"));
     for (int i = 0; i < files; i++) {
       input.writeEvents(i, rows, devices);
     }
-    QueryRunner.runAvailable(spark, tmp.resolve("input"), query, tmp.resolve("checkpoint"),
-        tmp.resolve("sink"), conf, 1);
+    QueryRunner.runAvailable(
+        spark,
+        tmp.resolve("input"),
+        query,
+        tmp.resolve("checkpoint"),
+        tmp.resolve("sink"),
+        conf,
+        1);
     return tmp.resolve("checkpoint");
   }
 
@@ -53,24 +59,32 @@ class DoctorTest {
     settings.forEach(doctor::setting);
     DoctorReport report = doctor.run();
     System.out.println(report);
-    assertThat(CheckpointDigest.of(checkpoint)).as("checkpoint unchanged by the doctor")
+    assertThat(CheckpointDigest.of(checkpoint))
+        .as("checkpoint unchanged by the doctor")
         .isEqualTo(before);
     return report;
   }
 
   @Test
   void healthyQueryHasNothingAboveInfo() {
-    Path checkpoint = run(StatefulQueries.WINDOWED_COUNT,
-        StateStores.ROCKSDB_CHANGELOG.withPartitions(4), 6, 300, 200);
+    Path checkpoint =
+        run(
+            StatefulQueries.WINDOWED_COUNT,
+            StateStores.ROCKSDB_CHANGELOG.withPartitions(4),
+            6,
+            300,
+            200);
     DoctorReport report = doctor(checkpoint, 2, Map.of("skewMinRows", "100"));
-    assertThat(report.findings()).allSatisfy(f -> assertThat(f.severity()).as(f.toString())
-        .isEqualTo(Severity.INFO));
+    assertThat(report.findings())
+        .allSatisfy(f -> assertThat(f.severity()).as(f.toString()).isEqualTo(Severity.INFO));
     assertThat(report.exitCode()).isZero();
     assertThat(report.partitions()).isEqualTo(4);
     assertThat(report.recommendedPartitions()).isEqualTo(2);
-    assertThat(report.stateGrowth()).singleElement()
+    assertThat(report.stateGrowth())
+        .singleElement()
         .satisfies(g -> assertThat(g.rows()).hasSizeGreaterThanOrEqualTo(4));
-    assertThat(report.sourceBatches()).singleElement()
+    assertThat(report.sourceBatches())
+        .singleElement()
         .satisfies(s -> assertThat(s.sizes()).containsOnly(1L));
   }
 
@@ -78,14 +92,14 @@ class DoctorTest {
   void largeHdfsStateThatGrowsWithoutWatermark() {
     Path checkpoint = run(StatefulQueries.DEDUP, StateStores.HDFS.withPartitions(2), 5, 200, 30);
     DoctorReport report = doctor(checkpoint, 2, Map.of("largeStateBytes", "4096"));
-    assertThat(report.findings()).extracting(Finding::code)
+    assertThat(report.findings())
+        .extracting(Finding::code)
         .contains("HDFS_STORE_LARGE_STATE", "STATE_GROWTH");
     Finding growth = find(report, "STATE_GROWTH");
     assertThat(growth.severity()).isEqualTo(Severity.WARNING);
     assertThat(growth.evidence()).contains("no event-time watermark");
     assertThat(growth.fix()).contains("withWatermark");
-    assertThat(find(report, "HDFS_STORE_LARGE_STATE").fix())
-        .contains("RocksDBStateStoreProvider");
+    assertThat(find(report, "HDFS_STORE_LARGE_STATE").fix()).contains("RocksDBStateStoreProvider");
     assertThat(report.stateGrowth().get(0).rows()).isSorted().doesNotHaveDuplicates();
   }
 
@@ -95,7 +109,8 @@ class DoctorTest {
     conf.put("spark.sql.streaming.minBatchesToRetain", "2");
     Path checkpoint = run(StatefulQueries.WINDOWED_COUNT, conf, 5, 200, 30);
     DoctorReport report = doctor(checkpoint, 2, Map.of());
-    assertThat(report.findings()).extracting(Finding::code)
+    assertThat(report.findings())
+        .extracting(Finding::code)
         .contains("ROCKSDB_WITHOUT_CHANGELOG", "FEW_RETAINED_BATCHES")
         .doesNotContain("LEFTOVER_PARTITION_FOLDERS");
     assertThat(find(report, "ROCKSDB_WITHOUT_CHANGELOG").fix())
@@ -104,7 +119,8 @@ class DoctorTest {
     // Spark's built-in repartition leaves the folders a decrease drops under state/.
     Path copy = tmp.resolve("copy");
     FileUtils.copyDirectory(checkpoint.toFile(), copy.toFile());
-    ((org.apache.spark.sql.classic.SparkSession) spark).streamingCheckpointManager()
+    ((org.apache.spark.sql.classic.SparkSession) spark)
+        .streamingCheckpointManager()
         .repartition(copy.toString(), 2, true);
     DoctorReport after = doctor(copy, 2, Map.of());
     Finding leftover = find(after, "LEFTOVER_PARTITION_FOLDERS");
@@ -114,8 +130,8 @@ class DoctorTest {
 
   @Test
   void tooFewPartitionsForTheCores() {
-    Path checkpoint = run(StatefulQueries.GROUPED_COUNT, StateStores.HDFS.withPartitions(1), 3,
-        200, 50);
+    Path checkpoint =
+        run(StatefulQueries.GROUPED_COUNT, StateStores.HDFS.withPartitions(1), 3, 200, 50);
     DoctorReport report = doctor(checkpoint, 4, Map.of());
     Finding few = find(report, "TOO_FEW_PARTITIONS");
     assertThat(few.evidence()).contains("1 partitions").contains("4 cores");
@@ -125,11 +141,13 @@ class DoctorTest {
 
   @Test
   void skewedAndTooManyPartitions() {
-    Path checkpoint = run(StatefulQueries.GROUPED_COUNT, StateStores.HDFS.withPartitions(16), 3,
-        100, 5);
+    Path checkpoint =
+        run(StatefulQueries.GROUPED_COUNT, StateStores.HDFS.withPartitions(16), 3, 100, 5);
     DoctorReport report = doctor(checkpoint, 1, Map.of("skewMinRows", "1"));
-    assertThat(report.findings()).extracting(Finding::code)
-        .contains("STATE_SKEW", "TOO_MANY_PARTITIONS").doesNotContain("STATE_GROWTH");
+    assertThat(report.findings())
+        .extracting(Finding::code)
+        .contains("STATE_SKEW", "TOO_MANY_PARTITIONS")
+        .doesNotContain("STATE_GROWTH");
     long[] rows = report.storePartitions().get(0).rows();
     assertThat(rows).hasSize(16);
     assertThat(java.util.Arrays.stream(rows).sum()).isEqualTo(5);
@@ -144,12 +162,24 @@ class DoctorTest {
       input.writeEvents(i, 50, 20);
     }
     Map<String, String> conf = StateStores.HDFS.withPartitions(2);
-    QueryRunner.runAvailable(spark, tmp.resolve("input"), StatefulQueries.WINDOWED_COUNT,
-        tmp.resolve("checkpoint"), tmp.resolve("sink"), conf, 0);
+    QueryRunner.runAvailable(
+        spark,
+        tmp.resolve("input"),
+        StatefulQueries.WINDOWED_COUNT,
+        tmp.resolve("checkpoint"),
+        tmp.resolve("sink"),
+        conf,
+        0);
     for (int i = 12; i < 14; i++) { // then one file at a time
       input.writeEvents(i, 50, 20);
-      QueryRunner.runAvailable(spark, tmp.resolve("input"), StatefulQueries.WINDOWED_COUNT,
-          tmp.resolve("checkpoint"), tmp.resolve("sink"), conf, 0);
+      QueryRunner.runAvailable(
+          spark,
+          tmp.resolve("input"),
+          StatefulQueries.WINDOWED_COUNT,
+          tmp.resolve("checkpoint"),
+          tmp.resolve("sink"),
+          conf,
+          0);
     }
     DoctorReport report = doctor(tmp.resolve("checkpoint"), 2, Map.of());
     Finding burst = find(report, "SOURCE_BURST");
@@ -161,14 +191,15 @@ class DoctorTest {
 
   @Test
   void unfinishedRepartitionIsAnErrorAndTheCliExitsWithOne() throws Exception {
-    Path checkpoint = run(StatefulQueries.WINDOWED_COUNT, StateStores.HDFS.withPartitions(2), 2,
-        100, 20);
+    Path checkpoint =
+        run(StatefulQueries.WINDOWED_COUNT, StateStores.HDFS.withPartitions(2), 2, 100, 20);
     // An I/O error right after the journal records the switch: the attempt is left unfinished.
-    FailPoints.observe(point -> {
-      if (point.equals("journal-switching")) {
-        throw new java.io.UncheckedIOException(new java.io.IOException("injected I/O error"));
-      }
-    });
+    FailPoints.observe(
+        point -> {
+          if (point.equals("journal-switching")) {
+            throw new java.io.UncheckedIOException(new java.io.IOException("injected I/O error"));
+          }
+        });
     try {
       StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(3).execute();
     } catch (RuntimeException expected) {
@@ -186,8 +217,9 @@ class DoctorTest {
 
     Map<String, String> before = CheckpointDigest.of(checkpoint);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    int exit = new StateShiftCli(new PrintStream(out, true, StandardCharsets.UTF_8), System.err)
-        .run(new String[] {"doctor", "--checkpoint", checkpoint.toString(), "--json"});
+    int exit =
+        new StateShiftCli(new PrintStream(out, true, StandardCharsets.UTF_8), System.err)
+            .run(new String[] {"doctor", "--checkpoint", checkpoint.toString(), "--json"});
     assertThat(exit).isEqualTo(1);
     JsonNode json = new ObjectMapper().readTree(out.toString(StandardCharsets.UTF_8));
     assertThat(json.get("worst").asText()).isEqualTo("ERROR");
@@ -196,32 +228,41 @@ class DoctorTest {
   }
 
   /**
-   * Two runs of one query alive at once leave no trace in the checkpoint itself (the loser of a
-   * log write fails), but the history shows both reporting progress: two runs' progress lines,
+   * Two runs of one query alive at once leave no trace in the checkpoint itself (the loser of a log
+   * write fails), but the history shows both reporting progress: two runs' progress lines,
    * interleaved in time, as two applications on one checkpoint would write them.
    */
   @Test
   void twoRunsReportingAtOnceInTheHistory() throws Exception {
-    Path checkpoint = run(StatefulQueries.WINDOWED_COUNT, StateStores.HDFS.withPartitions(2), 2,
-        50, 10);
-    String queryId = new ObjectMapper().readTree(Files.readString(checkpoint.resolve("metadata")))
-        .get("id").asText();
+    Path checkpoint =
+        run(StatefulQueries.WINDOWED_COUNT, StateStores.HDFS.withPartitions(2), 2, 50, 10);
+    String queryId =
+        new ObjectMapper()
+            .readTree(Files.readString(checkpoint.resolve("metadata")))
+            .get("id")
+            .asText();
     Path history = tmp.resolve("history");
     Files.createDirectories(history);
     StringBuilder lines = new StringBuilder();
     long start = 1_790_000_000_000L;
     for (int i = 0; i < 6; i++) {
       String run = i % 2 == 0 ? "run-a" : "run-b";
-      lines.append(String.format("{\"event\":\"progress\",\"triggerIntervalMs\":1000,"
-          + "\"progress\":{\"id\":\"%s\",\"runId\":\"%s\",\"batchId\":%d,"
-          + "\"timestamp\":\"%s\",\"numInputRows\":10,\"durationMs\":"
-          + "{\"triggerExecution\":200},\"stateOperators\":[]}}%n", queryId, run, i,
-          java.time.Instant.ofEpochMilli(start + i * 1000L)));
+      lines.append(
+          String.format(
+              "{\"event\":\"progress\",\"triggerIntervalMs\":1000,"
+                  + "\"progress\":{\"id\":\"%s\",\"runId\":\"%s\",\"batchId\":%d,"
+                  + "\"timestamp\":\"%s\",\"numInputRows\":10,\"durationMs\":"
+                  + "{\"triggerExecution\":200},\"stateOperators\":[]}}%n",
+              queryId, run, i, java.time.Instant.ofEpochMilli(start + i * 1000L)));
     }
     Files.writeString(history.resolve("runs.jsonl"), lines);
     Map<String, String> before = CheckpointDigest.of(checkpoint);
-    DoctorReport report = StateShift.get(spark).doctor(checkpoint.toString()).cores(2)
-        .history(history.toString()).run();
+    DoctorReport report =
+        StateShift.get(spark)
+            .doctor(checkpoint.toString())
+            .cores(2)
+            .history(history.toString())
+            .run();
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
     Finding shared = find(report, "SHARED_CHECKPOINT");
     assertThat(shared.severity()).isEqualTo(Severity.ERROR);
@@ -234,14 +275,17 @@ class DoctorTest {
   void notACheckpointIsBadInput() throws Exception {
     Files.createDirectories(tmp.resolve("empty"));
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int exit = new StateShiftCli(System.out, new PrintStream(err, true, StandardCharsets.UTF_8))
-        .run(new String[] {"doctor", "--checkpoint", tmp.resolve("empty").toString()});
+    int exit =
+        new StateShiftCli(System.out, new PrintStream(err, true, StandardCharsets.UTF_8))
+            .run(new String[] {"doctor", "--checkpoint", tmp.resolve("empty").toString()});
     assertThat(exit).isEqualTo(2);
     assertThat(err.toString(StandardCharsets.UTF_8)).contains("not a streaming checkpoint");
   }
 
   private static Finding find(DoctorReport report, String code) {
-    return report.findings().stream().filter(f -> f.code().equals(code)).findFirst()
+    return report.findings().stream()
+        .filter(f -> f.code().equals(code))
+        .findFirst()
         .orElseThrow(() -> new AssertionError("no " + code + " finding in:\n" + report));
   }
 }

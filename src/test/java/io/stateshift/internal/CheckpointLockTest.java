@@ -24,10 +24,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The checkpoint lock on a local disk: exclusive among concurrent takers, taken over at once from
- * a holder proven dead, a holder that stopped renewing waited out, a live one refused, and a store
- * without create-if-absent refused unless the caller assumes nothing else runs. Lease times are
- * the store's (file modification times); waits run on a clock that does not sleep.
+ * The checkpoint lock on a local disk: exclusive among concurrent takers, taken over at once from a
+ * holder proven dead, a holder that stopped renewing waited out, a live one refused, and a store
+ * without create-if-absent refused unless the caller assumes nothing else runs. Lease times are the
+ * store's (file modification times); waits run on a clock that does not sleep.
  */
 class CheckpointLockTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -56,18 +56,25 @@ class CheckpointLockTest {
   @Test
   void aLockLeftByAKilledProcessIsTakenOverAtOnce() throws Exception {
     Path checkpoint = Files.createDirectories(tmp.resolve("checkpoint"));
-    Process child = ChildJvm.start(tmp.resolve("child.log"), List.of(),
-        HoldLockMain.class.getName(), checkpoint.toString(), tmp.resolve("marker").toString());
+    Process child =
+        ChildJvm.start(
+            tmp.resolve("child.log"),
+            List.of(),
+            HoldLockMain.class.getName(),
+            checkpoint.toString(),
+            tmp.resolve("marker").toString());
     try {
       long deadline = System.currentTimeMillis() + 120_000;
       while (!Files.exists(tmp.resolve("marker"))) {
         assertThat(child.isAlive() && System.currentTimeMillis() < deadline)
-            .as("the child took the lock; log: %s", read(tmp.resolve("child.log"))).isTrue();
+            .as("the child took the lock; log: %s", read(tmp.resolve("child.log")))
+            .isTrue();
         Thread.sleep(100);
       }
       CheckpointFiles files = files(checkpoint);
       assertThatThrownBy(() -> CheckpointLock.acquire(files, "repartition to 3", options()))
-          .isInstanceOfSatisfying(StateShiftException.class,
+          .isInstanceOfSatisfying(
+              StateShiftException.class,
               e -> assertThat(e.reason()).isEqualTo(Reason.CHECKPOINT_IN_USE))
           .hasMessageContaining("is locked by " + child.pid() + "@")
           .hasMessageContaining("(held by a child JVM)");
@@ -79,8 +86,11 @@ class CheckpointLockTest {
     List<String> progress = new ArrayList<>();
     FakeClock clock = new FakeClock();
     long started = System.nanoTime();
-    try (CheckpointLock lock = CheckpointLock.acquire(files(checkpoint), "repartition to 3",
-        options().withClock(clock).withProgress(progress::add))) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(
+            files(checkpoint),
+            "repartition to 3",
+            options().withClock(clock).withProgress(progress::add))) {
       assertThat(lockText(checkpoint)).contains("repartition to 3");
     }
     assertThat(clock.sleeps).as("nothing waited").isEmpty();
@@ -99,8 +109,8 @@ class CheckpointLockTest {
     Files.createDirectories(checkpoint.resolve("_stateshift"));
     Files.writeString(checkpoint.resolve("_stateshift/lock"), left);
     FakeClock clock = new FakeClock();
-    try (CheckpointLock lock = CheckpointLock.acquire(files(checkpoint), "repartition to 3",
-        options().withClock(clock))) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(files(checkpoint), "repartition to 3", options().withClock(clock))) {
       assertThat(lockText(checkpoint)).contains("repartition to 3");
     }
     assertThat(clock.sleeps).isEmpty();
@@ -113,17 +123,24 @@ class CheckpointLockTest {
     List<String> progress = new ArrayList<>();
     FakeClock clock = new FakeClock();
     long started = System.nanoTime();
-    try (CheckpointLock lock = CheckpointLock.acquire(files(checkpoint), "repartition to 3",
-        options().withClock(clock).withProgress(progress::add))) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(
+            files(checkpoint),
+            "repartition to 3",
+            options().withClock(clock).withProgress(progress::add))) {
       assertThat(lockText(checkpoint)).contains("repartition to 3");
     }
-    assertThat(progress).anyMatch(line -> line.matches(
-        "waiting (9|10|11) s for the lease of 4242@elsewhere \\(repartition to 8\\) on .* to "
-            + "expire"));
+    assertThat(progress)
+        .anyMatch(
+            line ->
+                line.matches(
+                    "waiting (9|10|11) s for the lease of 4242@elsewhere \\(repartition to 8\\) on .* to "
+                        + "expire"));
     assertThat(clock.sleeps).hasSize(1);
     assertThat(clock.sleeps.get(0)).isBetween(9_000L, 12_000L);
     assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started))
-        .as("the wait ran on the injected clock").isLessThan(5_000);
+        .as("the wait ran on the injected clock")
+        .isLessThan(5_000);
   }
 
   @Test
@@ -132,9 +149,12 @@ class CheckpointLockTest {
     writeForeignLock(checkpoint, 60_000, 50_000);
     FakeClock clock = new FakeClock();
     clock.duringSleep = () -> touch(checkpoint.resolve("_stateshift/lock"), 0); // it renews
-    assertThatThrownBy(() -> CheckpointLock.acquire(files(checkpoint), "repartition to 3",
-        options().withClock(clock)))
-        .isInstanceOfSatisfying(StateShiftException.class,
+    assertThatThrownBy(
+            () ->
+                CheckpointLock.acquire(
+                    files(checkpoint), "repartition to 3", options().withClock(clock)))
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(Reason.CHECKPOINT_IN_USE))
         .hasMessageContaining("is locked by 4242@elsewhere (repartition to 8)");
     assertThat(clock.sleeps).hasSize(1);
@@ -146,12 +166,16 @@ class CheckpointLockTest {
     writeForeignLock(checkpoint, 60_000, 1_000); // renewed a second ago
     String before = lockText(checkpoint);
     FakeClock clock = new FakeClock();
-    assertThatThrownBy(() -> CheckpointLock.acquire(files(checkpoint), "repartition to 3",
-        options().withClock(clock)))
-        .isInstanceOfSatisfying(StateShiftException.class,
+    assertThatThrownBy(
+            () ->
+                CheckpointLock.acquire(
+                    files(checkpoint), "repartition to 3", options().withClock(clock)))
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(Reason.CHECKPOINT_IN_USE))
-        .hasMessageMatching("(?s).*is locked by 4242@elsewhere \\(repartition to 8\\) until its "
-            + "lease expires in (58|59|60) s.*");
+        .hasMessageMatching(
+            "(?s).*is locked by 4242@elsewhere \\(repartition to 8\\) until its "
+                + "lease expires in (58|59|60) s.*");
     assertThat(clock.sleeps).isEmpty();
     assertThat(lockText(checkpoint)).isEqualTo(before);
     try (var files = Files.list(checkpoint.resolve("_stateshift"))) {
@@ -164,16 +188,16 @@ class CheckpointLockTest {
     Path checkpoint = Files.createDirectories(tmp.resolve("checkpoint"));
     writeForeignLock(checkpoint, 60_000, 61_000);
     FakeClock clock = new FakeClock();
-    try (CheckpointLock lock = CheckpointLock.acquire(files(checkpoint), "repartition to 3",
-        options().withClock(clock))) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(files(checkpoint), "repartition to 3", options().withClock(clock))) {
       assertThat(lockText(checkpoint)).contains("repartition to 3");
     }
     assertThat(clock.sleeps).isEmpty();
   }
 
   /**
-   * Two takers at once, paused at random between their steps: exactly one holds the lock, 20
-   * times in a row, with no lock before and with a dead holder's lock to take over.
+   * Two takers at once, paused at random between their steps: exactly one holds the lock, 20 times
+   * in a row, with no lock before and with a dead holder's lock to take over.
    */
   @Test
   void exactlyOneOfTwoConcurrentTakersWins() throws Exception {
@@ -183,7 +207,8 @@ class CheckpointLockTest {
       if (trial % 2 == 1) {
         writeDeadLock(checkpoint);
       }
-      assertThat(race(files(checkpoint), random.nextLong())).as("winners of trial %d", trial)
+      assertThat(race(files(checkpoint), random.nextLong()))
+          .as("winners of trial %d", trial)
           .isEqualTo(1);
     }
   }
@@ -198,33 +223,39 @@ class CheckpointLockTest {
     for (int t = 0; t < 2; t++) {
       Random random = new Random(seed + t);
       boolean[] first = {true};
-      Consumer<String> pause = step -> {
-        try {
-          if (first[0]) {
-            first[0] = false;
-            start.await(); // both are about to create
-          }
-          Thread.sleep(random.nextInt(15));
-        } catch (Exception e) {
-          throw new IllegalStateException(e);
-        }
-      };
-      Thread thread = new Thread(() -> {
-        try {
-          held.add(CheckpointLock.acquire(files, "taker",
-              options().withBeforeStep(pause).withClock(new FakeClock())));
-          outcomes.add("won");
-        } catch (StateShiftException e) {
-          outcomes.add(e.reason() == Reason.CHECKPOINT_IN_USE ? e.reason() : e);
-        } catch (Throwable e) {
-          outcomes.add(e);
-        }
-        try {
-          done.await(); // hold the lock until both have tried
-        } catch (Exception ignored) {
-          // the assertion below sees the outcomes
-        }
-      });
+      Consumer<String> pause =
+          step -> {
+            try {
+              if (first[0]) {
+                first[0] = false;
+                start.await(); // both are about to create
+              }
+              Thread.sleep(random.nextInt(15));
+            } catch (Exception e) {
+              throw new IllegalStateException(e);
+            }
+          };
+      Thread thread =
+          new Thread(
+              () -> {
+                try {
+                  held.add(
+                      CheckpointLock.acquire(
+                          files,
+                          "taker",
+                          options().withBeforeStep(pause).withClock(new FakeClock())));
+                  outcomes.add("won");
+                } catch (StateShiftException e) {
+                  outcomes.add(e.reason() == Reason.CHECKPOINT_IN_USE ? e.reason() : e);
+                } catch (Throwable e) {
+                  outcomes.add(e);
+                }
+                try {
+                  done.await(); // hold the lock until both have tried
+                } catch (Exception ignored) {
+                  // the assertion below sees the outcomes
+                }
+              });
       threads.add(thread);
       thread.start();
     }
@@ -234,8 +265,9 @@ class CheckpointLockTest {
     for (CheckpointLock lock : held) {
       lock.close();
     }
-    assertThat(outcomes).hasSize(2).allMatch(o -> o.equals("won")
-        || o.equals(Reason.CHECKPOINT_IN_USE));
+    assertThat(outcomes)
+        .hasSize(2)
+        .allMatch(o -> o.equals("won") || o.equals(Reason.CHECKPOINT_IN_USE));
     return (int) outcomes.stream().filter("won"::equals).count();
   }
 
@@ -249,18 +281,24 @@ class CheckpointLockTest {
     CheckpointFiles files = CheckpointFiles.at("viewfs://cp/data/checkpoint", conf);
     assertThat(LeaseFiles.modeOf(files)).isEqualTo(LeaseFiles.Mode.UNSAFE);
     assertThatThrownBy(() -> CheckpointLock.acquire(files, "repartition to 3", options()))
-        .isInstanceOfSatisfying(StateShiftException.class,
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
             e -> assertThat(e.reason()).isEqualTo(Reason.CHECKPOINT_IN_USE))
         .hasMessageContaining("offers no create-if-absent")
         .hasMessageContaining("--assume-stopped");
     assertThat(checkpoint.resolve("_stateshift")).doesNotExist();
     List<String> progress = new ArrayList<>();
-    try (CheckpointLock lock = CheckpointLock.acquire(files, "repartition to 3",
-        options().withAllowUnsafeCreate(true).withProgress(progress::add))) {
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(
+            files,
+            "repartition to 3",
+            options().withAllowUnsafeCreate(true).withProgress(progress::add))) {
       assertThat(lockText(checkpoint)).contains("repartition to 3");
     }
-    assertThat(progress).anyMatch(line -> line.startsWith("warning: ")
-        && line.contains("Proceeding on --assume-stopped"));
+    assertThat(progress)
+        .anyMatch(
+            line ->
+                line.startsWith("warning: ") && line.contains("Proceeding on --assume-stopped"));
   }
 
   // ---- helpers ----
@@ -286,11 +324,19 @@ class CheckpointLockTest {
   }
 
   /** A lock of a process on another host, last written {@code ageMs} ago. */
-  private static void writeForeignLock(Path checkpoint, long leaseMs, long ageMs)
-      throws Exception {
+  private static void writeForeignLock(Path checkpoint, long leaseMs, long ageMs) throws Exception {
     Path lock = Files.createDirectories(checkpoint.resolve("_stateshift")).resolve("lock");
-    Files.writeString(lock, JSON.writeValueAsString(new CheckpointLock.Lease("x-1",
-        "4242@elsewhere", "repartition to 8", leaseMs, 4242, "elsewhere|boot|pid:[1]", 1L)));
+    Files.writeString(
+        lock,
+        JSON.writeValueAsString(
+            new CheckpointLock.Lease(
+                "x-1",
+                "4242@elsewhere",
+                "repartition to 8",
+                leaseMs,
+                4242,
+                "elsewhere|boot|pid:[1]",
+                1L)));
     touch(lock, ageMs);
   }
 
@@ -299,15 +345,22 @@ class CheckpointLockTest {
     Process gone = new ProcessBuilder("true").start();
     gone.waitFor();
     Path lock = Files.createDirectories(checkpoint.resolve("_stateshift")).resolve("lock");
-    Files.writeString(lock, JSON.writeValueAsString(new CheckpointLock.Lease("x-2",
-        gone.pid() + "@here", "repartition to 8", 600_000, gone.pid(),
-        ProcessIdentity.current().hostKey(), 1L)));
+    Files.writeString(
+        lock,
+        JSON.writeValueAsString(
+            new CheckpointLock.Lease(
+                "x-2",
+                gone.pid() + "@here",
+                "repartition to 8",
+                600_000,
+                gone.pid(),
+                ProcessIdentity.current().hostKey(),
+                1L)));
   }
 
   private static void touch(Path file, long ageMs) {
     try {
-      Files.setLastModifiedTime(file,
-          FileTime.fromMillis(System.currentTimeMillis() - ageMs));
+      Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis() - ageMs));
     } catch (Exception e) {
       throw new IllegalStateException(e);
     }

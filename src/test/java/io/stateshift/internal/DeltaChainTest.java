@@ -20,9 +20,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link DeltaChain} against the obvious oracle: replaying the deltas oldest first into a map,
- * the last write of a key winning. Keys include the empty key and keys that are prefixes of
- * others; hash functions that collide force the byte-by-byte comparisons.
+ * {@link DeltaChain} against the obvious oracle: replaying the deltas oldest first into a map, the
+ * last write of a key winning. Keys include the empty key and keys that are prefixes of others;
+ * hash functions that collide force the byte-by-byte comparisons.
  */
 class DeltaChainTest {
   private static final int REMOVE = -1;
@@ -49,13 +49,15 @@ class DeltaChainTest {
     DeltaChain chain = DeltaChain.read(fs, List.of(), codec);
     assertThat(chain.records()).isZero();
     assertThat(chain.containsKey(new byte[] {1}, 0, 1)).isFalse();
-    chain.forEachLiveNewest((d, ko, kl, vo, vl) -> {
-      throw new AssertionError("no entry expected");
-    });
+    chain.forEachLiveNewest(
+        (d, ko, kl, vo, vl) -> {
+          throw new AssertionError("no entry expected");
+        });
   }
 
-  private void check(Random random, int deltaCount, int recordsPerDelta, int keyRange,
-      DeltaChain.KeyHash hash) throws IOException {
+  private void check(
+      Random random, int deltaCount, int recordsPerDelta, int keyRange, DeltaChain.KeyHash hash)
+      throws IOException {
     Map<ByteBuffer, Optional<byte[]>> oracle = new HashMap<>();
     List<org.apache.hadoop.fs.Path> newestFirst = new ArrayList<>();
     Path dir = java.nio.file.Files.createTempDirectory(tmp, "chain");
@@ -72,18 +74,21 @@ class DeltaChainTest {
       records += size;
       newestFirst.add(0, writeDelta(dir, d, delta));
     }
-    DeltaChain chain = hash == null ? DeltaChain.read(fs, newestFirst, codec)
-        : DeltaChain.read(fs, newestFirst, codec, hash);
+    DeltaChain chain =
+        hash == null
+            ? DeltaChain.read(fs, newestFirst, codec)
+            : DeltaChain.read(fs, newestFirst, codec, hash);
     assertThat(chain.records()).isEqualTo(records);
 
     Map<ByteBuffer, byte[]> live = new HashMap<>();
-    chain.forEachLiveNewest((data, keyOffset, keyLength, valueOffset, valueLength) -> {
-      ByteBuffer key = ByteBuffer.wrap(Arrays.copyOfRange(data, keyOffset,
-          keyOffset + keyLength));
-      byte[] previous = live.put(key, Arrays.copyOfRange(data, valueOffset,
-          valueOffset + valueLength));
-      assertThat(previous).as("a key handed over twice").isNull();
-    });
+    chain.forEachLiveNewest(
+        (data, keyOffset, keyLength, valueOffset, valueLength) -> {
+          ByteBuffer key =
+              ByteBuffer.wrap(Arrays.copyOfRange(data, keyOffset, keyOffset + keyLength));
+          byte[] previous =
+              live.put(key, Arrays.copyOfRange(data, valueOffset, valueOffset + valueLength));
+          assertThat(previous).as("a key handed over twice").isNull();
+        });
     Map<ByteBuffer, byte[]> expected = new HashMap<>();
     oracle.forEach((k, v) -> v.ifPresent(bytes -> expected.put(k, bytes)));
     assertThat(live).hasSameSizeAs(expected);
@@ -118,10 +123,10 @@ class DeltaChainTest {
 
   private org.apache.hadoop.fs.Path writeDelta(Path dir, int version, List<byte[][]> entries)
       throws IOException {
-    org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(
-        dir.resolve(version + ".delta").toUri());
-    try (DataOutputStream out = new DataOutputStream(
-        codec.compressedOutputStream(fs.create(file, false)))) {
+    org.apache.hadoop.fs.Path file =
+        new org.apache.hadoop.fs.Path(dir.resolve(version + ".delta").toUri());
+    try (DataOutputStream out =
+        new DataOutputStream(codec.compressedOutputStream(fs.create(file, false)))) {
       for (byte[][] entry : entries) {
         out.writeInt(entry[0].length);
         out.write(entry[0]);

@@ -24,8 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * permissions, checksum files and renames, through both Hadoop APIs.
  */
 class ForklessLocalFileSystemTest {
-  @TempDir
-  java.nio.file.Path tmp;
+  @TempDir java.nio.file.Path tmp;
 
   @Test
   void isGivenOnlyToACopyOfTheConfiguration() {
@@ -72,8 +71,11 @@ class ForklessLocalFileSystemTest {
       assertThat(mine.getLen()).as(relative).isEqualTo(theirs.getLen());
     }
     assertThat(Files.readString(tmp.resolve("forkless/a/b/file"))).isEqualTo("state");
-    assertThatThrownBy(() -> forkless.setPermission(new Path(tmp.toString(), "missing"),
-        FsPermission.getFileDefault())).isInstanceOf(FileNotFoundException.class);
+    assertThatThrownBy(
+            () ->
+                forkless.setPermission(
+                    new Path(tmp.toString(), "missing"), FsPermission.getFileDefault()))
+        .isInstanceOf(FileNotFoundException.class);
   }
 
   @Test
@@ -98,12 +100,12 @@ class ForklessLocalFileSystemTest {
     Files.writeString(tmp.resolve("target"), "x");
     Files.createSymbolicLink(tmp.resolve("link"), tmp.resolve("target"));
     Path link = new Path(tmp.resolve("link").toString());
-    FileSystem forkless = FileSystem.get(tmp.toUri(),
-        ForklessLocalFileSystem.applyTo(new Configuration()));
+    FileSystem forkless =
+        FileSystem.get(tmp.toUri(), ForklessLocalFileSystem.applyTo(new Configuration()));
     FileSystem hadoops = FileSystem.getLocal(new Configuration()).getRawFileSystem();
 
-    FileStatus mine = ((ForklessLocalFileSystem) forkless).getRawFileSystem()
-        .getFileLinkStatus(link);
+    FileStatus mine =
+        ((ForklessLocalFileSystem) forkless).getRawFileSystem().getFileLinkStatus(link);
     FileStatus theirs = hadoops.getFileLinkStatus(link);
 
     assertThat(mine.isSymlink()).isEqualTo(theirs.isSymlink()).isTrue();

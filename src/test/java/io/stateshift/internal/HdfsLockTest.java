@@ -51,7 +51,8 @@ class HdfsLockTest {
         writeDeadLock(files);
       }
       assertThat(CheckpointLockTest.race(files, random.nextLong()))
-          .as("winners of trial %d", trial).isEqualTo(1);
+          .as("winners of trial %d", trial)
+          .isEqualTo(1);
       assertThat(files.exists(files.path(CheckpointLock.FILE))).isFalse();
     }
   }
@@ -62,9 +63,18 @@ class HdfsLockTest {
     gone.waitFor();
     FileSystem fs = files.fs();
     try (OutputStream out = fs.create(files.path(CheckpointLock.FILE), false)) {
-      out.write(new ObjectMapper().writeValueAsString(new CheckpointLock.Lease("x-3",
-          gone.pid() + "@here", "repartition to 8", 600_000, gone.pid(),
-          ProcessIdentity.current().hostKey(), 1L)).getBytes(StandardCharsets.UTF_8));
+      out.write(
+          new ObjectMapper()
+              .writeValueAsString(
+                  new CheckpointLock.Lease(
+                      "x-3",
+                      gone.pid() + "@here",
+                      "repartition to 8",
+                      600_000,
+                      gone.pid(),
+                      ProcessIdentity.current().hostKey(),
+                      1L))
+              .getBytes(StandardCharsets.UTF_8));
     }
   }
 }

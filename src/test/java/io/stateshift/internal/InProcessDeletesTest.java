@@ -26,8 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Spark's {@code rm -rf} path deletes (the oracle), and the switch can be turned off.
  */
 class InProcessDeletesTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void flagIsOffWhileAnyTaskHoldsItAndBackAfterTheLast() {
@@ -72,7 +71,10 @@ class InProcessDeletesTest {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 300, 40);
     Path checkpoint = tmp.resolve("checkpoint");
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
         StateStores.ROCKSDB.withPartitions(3));
 
     assertThat(flagSeenInsideTasks(spark, checkpoint, 6)).containsOnly(false);
@@ -89,17 +91,22 @@ class InProcessDeletesTest {
   /** Repartitions and returns {@code JavaUtils.isUnix} as a write task saw it. */
   private static List<Boolean> flagSeenInsideTasks(SparkSession spark, Path checkpoint, int to) {
     List<Boolean> seen = new ArrayList<>();
-    FailPoints.observe(point -> {
-      if (point.equals("staging-task")) {
-        synchronized (seen) {
-          seen.add(JavaUtils.isUnix);
-        }
-      }
-    });
+    FailPoints.observe(
+        point -> {
+          if (point.equals("staging-task")) {
+            synchronized (seen) {
+              seen.add(JavaUtils.isUnix);
+            }
+          }
+        });
     RepartitionResult result;
     try {
-      result = StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(to)
-          .assumeStopped().execute();
+      result =
+          StateShift.get(spark)
+              .repartitionState(checkpoint.toString())
+              .toPartitions(to)
+              .assumeStopped()
+              .execute();
     } finally {
       FailPoints.observe(null);
     }

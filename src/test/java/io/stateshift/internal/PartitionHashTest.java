@@ -17,30 +17,41 @@ import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.Test;
 
 /**
- * The oracle is Spark's own generated code for {@code HashPartitioning.partitionIdExpression}:
- * for random keys of every covered column type (nulls, negative zero, NaN, empty and odd-length
+ * The oracle is Spark's own generated code for {@code HashPartitioning.partitionIdExpression}: for
+ * random keys of every covered column type (nulls, negative zero, NaN, empty and odd-length
  * strings, nested structs), the direct evaluation places each key where Spark does.
  */
 class PartitionHashTest {
   private static final int[] PARTITION_COUNTS = {1, 2, 7, 16, 200, Integer.MAX_VALUE};
   private static final int KEYS = 3_000;
 
-  private static final StructType WINDOW = new StructType()
-      .add("start", DataTypes.TimestampType).add("end", DataTypes.TimestampType);
+  private static final StructType WINDOW =
+      new StructType().add("start", DataTypes.TimestampType).add("end", DataTypes.TimestampType);
 
   @Test
   void placesKeysOfEveryCoveredTypeWhereSparkDoes() {
-    List<StructType> schemas = List.of(
-        // a windowed aggregation's key
-        new StructType().add("window", WINDOW, false).add("device", DataTypes.StringType),
-        new StructType().add("id", DataTypes.LongType, false),
-        new StructType().add("user", DataTypes.StringType).add("session", DataTypes.IntegerType)
-            .add("ok", DataTypes.BooleanType).add("day", DataTypes.DateType),
-        new StructType().add("b", DataTypes.ByteType).add("s", DataTypes.ShortType)
-            .add("f", DataTypes.FloatType).add("d", DataTypes.DoubleType)
-            .add("ntz", DataTypes.TimestampNTZType).add("raw", DataTypes.BinaryType),
-        new StructType().add("outer", new StructType().add("inner", WINDOW)
-            .add("name", DataTypes.StringType)).add("n", DataTypes.LongType));
+    List<StructType> schemas =
+        List.of(
+            // a windowed aggregation's key
+            new StructType().add("window", WINDOW, false).add("device", DataTypes.StringType),
+            new StructType().add("id", DataTypes.LongType, false),
+            new StructType()
+                .add("user", DataTypes.StringType)
+                .add("session", DataTypes.IntegerType)
+                .add("ok", DataTypes.BooleanType)
+                .add("day", DataTypes.DateType),
+            new StructType()
+                .add("b", DataTypes.ByteType)
+                .add("s", DataTypes.ShortType)
+                .add("f", DataTypes.FloatType)
+                .add("d", DataTypes.DoubleType)
+                .add("ntz", DataTypes.TimestampNTZType)
+                .add("raw", DataTypes.BinaryType),
+            new StructType()
+                .add(
+                    "outer",
+                    new StructType().add("inner", WINDOW).add("name", DataTypes.StringType))
+                .add("n", DataTypes.LongType));
     Random random = new Random(20261201L);
     for (StructType schema : schemas) {
       PartitionHash direct = PartitionHash.of(schema.fields());
@@ -52,9 +63,11 @@ class PartitionHashTest {
           InternalRow generic = randomRow(schema, random);
           UnsafeRow unsafe = toUnsafe.apply(generic);
           int expected = spark.apply(unsafe).getInt(0);
-          assertThat(direct.partitionOf(unsafe, n)).as("%s among %d", unsafe, n)
+          assertThat(direct.partitionOf(unsafe, n))
+              .as("%s among %d", unsafe, n)
               .isEqualTo(expected);
-          assertThat(direct.partitionOf(generic, n)).as("%s among %d (generic row)", generic, n)
+          assertThat(direct.partitionOf(generic, n))
+              .as("%s among %d (generic row)", generic, n)
               .isEqualTo(expected);
         }
       }
@@ -63,15 +76,17 @@ class PartitionHashTest {
 
   @Test
   void leavesOtherTypesToSparksGeneratedCode() {
-    for (DataType type : List.of(DataTypes.createDecimalType(10, 2),
-        DataTypes.createArrayType(DataTypes.LongType),
-        DataTypes.createMapType(DataTypes.StringType, DataTypes.LongType),
-        DataTypes.CalendarIntervalType, StringType.apply("UTF8_LCASE"))) {
+    for (DataType type :
+        List.of(
+            DataTypes.createDecimalType(10, 2),
+            DataTypes.createArrayType(DataTypes.LongType),
+            DataTypes.createMapType(DataTypes.StringType, DataTypes.LongType),
+            DataTypes.CalendarIntervalType,
+            StringType.apply("UTF8_LCASE"))) {
       StructType schema = new StructType().add("id", DataTypes.LongType).add("x", type);
       assertThat(PartitionHash.of(schema.fields())).as(type.simpleString()).isNull();
       StructType nested = new StructType().add("s", new StructType().add("x", type));
-      assertThat(PartitionHash.of(nested.fields())).as("struct of " + type.simpleString())
-          .isNull();
+      assertThat(PartitionHash.of(nested.fields())).as("struct of " + type.simpleString()).isNull();
     }
   }
 
@@ -101,18 +116,21 @@ class PartitionHashTest {
     if (type.equals(DataTypes.IntegerType) || type.equals(DataTypes.DateType)) {
       return random.nextInt(4) == 0 ? random.nextInt(100) - 50 : random.nextInt();
     }
-    if (type.equals(DataTypes.LongType) || type.equals(DataTypes.TimestampType)
+    if (type.equals(DataTypes.LongType)
+        || type.equals(DataTypes.TimestampType)
         || type.equals(DataTypes.TimestampNTZType)) {
       return random.nextInt(4) == 0 ? (long) random.nextInt(100) - 50 : random.nextLong();
     }
     if (type.equals(DataTypes.FloatType)) {
       float[] special = {0.0f, -0.0f, Float.NaN, Float.NEGATIVE_INFINITY, Float.MIN_VALUE};
-      return random.nextInt(3) == 0 ? special[random.nextInt(special.length)]
+      return random.nextInt(3) == 0
+          ? special[random.nextInt(special.length)]
           : random.nextFloat() * 1000 - 500;
     }
     if (type.equals(DataTypes.DoubleType)) {
       double[] special = {0.0d, -0.0d, Double.NaN, Double.POSITIVE_INFINITY, Double.MIN_VALUE};
-      return random.nextInt(3) == 0 ? special[random.nextInt(special.length)]
+      return random.nextInt(3) == 0
+          ? special[random.nextInt(special.length)]
           : random.nextGaussian() * 1e6;
     }
     byte[] bytes = new byte[random.nextInt(24)]; // every length mod 4, empty included

@@ -39,8 +39,7 @@ import org.rocksdb.SstFileWriter;
  * provider itself: its load of the same version, and its own commit of the same file.
  */
 class RocksDbDirectPathsTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private StateLayout layout;
   private StoreSpec spec;
@@ -58,10 +57,17 @@ class RocksDbDirectPathsTest {
       run.writeEvents(batch, 6_000, 50);
     }
     Path checkpoint = tmp.resolve("checkpoint");
-    run.runAvailable(StatefulQueries.DEDUP, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.DEDUP,
+        checkpoint,
+        tmp.resolve("sink"),
         StateStores.ROCKSDB.withPartitions(2));
-    layout = StateLayout.read(spark, Checkpoint.load(CheckpointFiles.at(checkpoint.toString(),
-        spark.sessionState().newHadoopConf())), true);
+    layout =
+        StateLayout.read(
+            spark,
+            Checkpoint.load(
+                CheckpointFiles.at(checkpoint.toString(), spark.sessionState().newHadoopConf())),
+            true);
     spec = layout.stores().get(0);
     storeConf = layout.storeConf();
     hadoopConf = layout.checkpoint().files().conf();
@@ -78,35 +84,56 @@ class RocksDbDirectPathsTest {
     Map<String, String> ours;
     try (RocksDbTaskScope scope = RocksDbTaskScope.open(liveRoot, spec, storeConf, hadoopConf)) {
       StateStoreId store = new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName());
-      try (RocksDbSnapshotReader snapshot = RocksDbSnapshotReader.open(scope, store, version,
-          scala.Option.empty(), hadoopConf, new TaskTimer("test"))) {
+      try (RocksDbSnapshotReader snapshot =
+          RocksDbSnapshotReader.open(
+              scope, store, version, scala.Option.empty(), hadoopConf, new TaskTimer("test"))) {
         assertThat(snapshot).as("a version with its own zip is read directly").isNotNull();
         ours = entries(snapshot.db());
       }
-      assertThat(RocksDbSnapshotReader.open(scope, store, version + 1, scala.Option.empty(),
-          hadoopConf, new TaskTimer("test"))).as("no snapshot of that version: the provider's")
+      assertThat(
+              RocksDbSnapshotReader.open(
+                  scope,
+                  store,
+                  version + 1,
+                  scala.Option.empty(),
+                  hadoopConf,
+                  new TaskTimer("test")))
+          .as("no snapshot of that version: the provider's")
           .isNull();
     }
     assertThat(ours).isEqualTo(sparks);
-    assertThat(listing(tmp.resolve("checkpoint"))).as("the checkpoint is unchanged")
+    assertThat(listing(tmp.resolve("checkpoint")))
+        .as("the checkpoint is unchanged")
         .isEqualTo(before);
   }
 
   @Test
   void aTruncatedStateFileIsNamedNotRead() throws Exception {
-    Path ssts = Path.of(new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName())
-        .storeCheckpointLocation().toUri().getPath(), "SSTs");
+    Path ssts =
+        Path.of(
+            new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName())
+                .storeCheckpointLocation()
+                .toUri()
+                .getPath(),
+            "SSTs");
     Path victim;
     try (Stream<Path> files = Files.list(ssts)) {
-      victim = files.filter(f -> f.getFileName().toString().endsWith(".sst")).findFirst()
-          .orElseThrow();
+      victim =
+          files.filter(f -> f.getFileName().toString().endsWith(".sst")).findFirst().orElseThrow();
     }
     byte[] bytes = Files.readAllBytes(victim);
     Files.write(victim, java.util.Arrays.copyOf(bytes, bytes.length - 1));
     try (RocksDbTaskScope scope = RocksDbTaskScope.open(liveRoot, spec, storeConf, hadoopConf)) {
       StateStoreId store = new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName());
-      org.assertj.core.api.Assertions.assertThatThrownBy(() -> RocksDbSnapshotReader.open(scope,
-          store, version, scala.Option.empty(), hadoopConf, new TaskTimer("test")))
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+              () ->
+                  RocksDbSnapshotReader.open(
+                      scope,
+                      store,
+                      version,
+                      scala.Option.empty(),
+                      hadoopConf,
+                      new TaskTimer("test")))
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining(victim.getFileName().toString())
           .hasMessageContaining((bytes.length - 1) + " bytes");
@@ -126,15 +153,16 @@ class RocksDbDirectPathsTest {
       }
       writer.finish();
     }
-    List<StateRedistributionJob.StagedFile> staged = List.of(new StateRedistributionJob
-        .StagedFile(0, sst.getAbsolutePath(), source.size(), 0, sst.length()));
+    List<StateRedistributionJob.StagedFile> staged =
+        List.of(
+            new StateRedistributionJob.StagedFile(
+                0, sst.getAbsolutePath(), source.size(), 0, sst.length()));
     String direct = tmp.resolve("direct/state").toString();
     String viaSpark = tmp.resolve("spark/state").toString();
     long batchId = version - 1;
     try (RocksDbTaskScope scope = RocksDbTaskScope.open(direct, spec, storeConf, hadoopConf)) {
       RocksDbSstExchange.ingest(direct, spec, 0, storeConf, hadoopConf, batchId, staged, scope);
-      RocksDbSstExchange.ingest(direct, spec, 1, storeConf, hadoopConf, batchId, List.of(),
-          scope);
+      RocksDbSstExchange.ingest(direct, spec, 1, storeConf, hadoopConf, batchId, List.of(), scope);
     }
     RocksDbSstExchange.ingest(viaSpark, spec, 0, storeConf, hadoopConf, batchId, staged, null);
     RocksDbSstExchange.ingest(viaSpark, spec, 1, storeConf, hadoopConf, batchId, List.of(), null);
@@ -144,7 +172,8 @@ class RocksDbDirectPathsTest {
     assertThat(readThroughSpark(viaSpark, version)).isEqualTo(source);
     assertThat(readThroughSpark(direct, 1, version)).as("an empty partition").isEmpty();
     for (int partition = 0; partition < 2; partition++) {
-      assertThat(zipEntries(direct, partition)).as("partition " + partition + "'s zip")
+      assertThat(zipEntries(direct, partition))
+          .as("partition " + partition + "'s zip")
           .isEqualTo(zipEntries(viaSpark, partition));
       assertThat(metadata(direct, partition)).isEqualTo(metadata(viaSpark, partition));
     }
@@ -157,13 +186,14 @@ class RocksDbDirectPathsTest {
 
   /** Every key and value of one version, loaded by Spark's own provider. */
   private Map<String, String> readThroughSpark(String stateRoot, int partition, long v) {
-    StateStoreProvider provider = io.stateshift.internal.StateStores.open(stateRoot, spec,
-        partition, storeConf, hadoopConf);
+    StateStoreProvider provider =
+        io.stateshift.internal.StateStores.open(stateRoot, spec, partition, storeConf, hadoopConf);
     try {
       ReadStateStore store = provider.getReadStore(v, scala.Option.empty());
       try {
-        return entries(RocksDbInternals.nativeDb(
-            ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance()));
+        return entries(
+            RocksDbInternals.nativeDb(
+                ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance()));
       } finally {
         store.release();
       }
@@ -203,8 +233,12 @@ class RocksDbDirectPathsTest {
   }
 
   private File zipOf(String stateRoot, int partition) {
-    return new File(new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName())
-        .storeCheckpointLocation().toUri().getPath(), version + ".zip");
+    return new File(
+        new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName())
+            .storeCheckpointLocation()
+            .toUri()
+            .getPath(),
+        version + ".zip");
   }
 
   private static Map<String, Long> listing(Path root) throws IOException {

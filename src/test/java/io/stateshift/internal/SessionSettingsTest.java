@@ -9,8 +9,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Settings reach where they are read: a file system setting made on the session is in the Hadoop
- * configuration stateshift opens checkpoints with, and a task switch comes from Spark's conf
- * (which executors receive) before a system property.
+ * configuration stateshift opens checkpoints with, and a task switch comes from Spark's conf (which
+ * executors receive) before a system property.
  */
 class SessionSettingsTest {
   private final SparkSession spark = SparkTestSession.get();

@@ -18,8 +18,8 @@ import scala.reflect.ClassTag$;
 
 /**
  * The shuffle records of the redistribution job, without Spark running: the raw serializer gives
- * back exactly what it was given and ends the stream the way Spark's iterators expect, and the
- * sort order is RocksDB's bytewise order (unsigned bytes, shorter prefix first).
+ * back exactly what it was given and ends the stream the way Spark's iterators expect, and the sort
+ * order is RocksDB's bytewise order (unsigned bytes, shorter prefix first).
  */
 class ShuffleRecordsTest {
   private static final ClassTag<Object> ANY = ClassTag$.MODULE$.Object();

@@ -21,8 +21,8 @@ import org.rocksdb.SstFileReaderIterator;
 import org.rocksdb.SstFileWriter;
 
 /**
- * The SST exchange copies each entry from RocksDB's iterator into a Java array and from there
- * into native memory for the SST writer ({@link RocksDbSstExchange.Slot}). Entries of every size,
+ * The SST exchange copies each entry from RocksDB's iterator into a Java array and from there into
+ * native memory for the SST writer ({@link RocksDbSstExchange.Slot}). Entries of every size,
  * including ones that outgrow the buffers mid-walk and empty values, reach the SST file byte for
  * byte, in order.
  */

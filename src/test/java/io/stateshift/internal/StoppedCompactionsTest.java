@@ -15,14 +15,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * An old RocksDB partition loaded to be read once does not rewrite itself in the background.
- * The oracle is Spark's own load of the same version, which starts merging its level-0 files.
+ * An old RocksDB partition loaded to be read once does not rewrite itself in the background. The
+ * oracle is Spark's own load of the same version, which starts merging its level-0 files.
  */
 class StoppedCompactionsTest {
   private static final String LEVEL0_FILES = "rocksdb.num-files-at-level0";
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void loadedOldStoreKeepsItsFilesWhereSparksOwnLoadCompactsThem() throws Exception {
@@ -33,10 +32,17 @@ class StoppedCompactionsTest {
       run.writeEvents(batch, 20_000, 50);
     }
     Path checkpoint = tmp.resolve("checkpoint");
-    run.runAvailable(StatefulQueries.DEDUP, checkpoint, tmp.resolve("sink"),
+    run.runAvailable(
+        StatefulQueries.DEDUP,
+        checkpoint,
+        tmp.resolve("sink"),
         StateStores.ROCKSDB.withPartitions(2));
-    StateLayout layout = StateLayout.read(spark, Checkpoint.load(CheckpointFiles.at(
-        checkpoint.toString(), spark.sessionState().newHadoopConf())), true);
+    StateLayout layout =
+        StateLayout.read(
+            spark,
+            Checkpoint.load(
+                CheckpointFiles.at(checkpoint.toString(), spark.sessionState().newHadoopConf())),
+            true);
     long version = layout.lastCommitted() + 1;
 
     long sparksRows;
@@ -58,8 +64,8 @@ class StoppedCompactionsTest {
 
     StateStoreProvider ours = open(layout);
     try {
-      ReadStateStore store = io.stateshift.internal.StateStores.loadToRead(ours, version,
-          scala.Option.empty());
+      ReadStateStore store =
+          io.stateshift.internal.StateStores.loadToRead(ours, version, scala.Option.empty());
       org.rocksdb.RocksDB db = nativeDb(store);
       long atLoad = level0Files(db);
       Thread.sleep(1_000);
@@ -75,8 +81,12 @@ class StoppedCompactionsTest {
   /** Partition 0 of the checkpoint's one store. */
   private static StateStoreProvider open(StateLayout layout) {
     CheckpointFiles files = layout.checkpoint().files();
-    return io.stateshift.internal.StateStores.open(files.path("state").toString(),
-        layout.stores().get(0), 0, layout.storeConf(), files.conf());
+    return io.stateshift.internal.StateStores.open(
+        files.path("state").toString(),
+        layout.stores().get(0),
+        0,
+        layout.storeConf(),
+        files.conf());
   }
 
   private static long rows(ReadStateStore store) {

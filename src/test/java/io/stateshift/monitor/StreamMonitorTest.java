@@ -29,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The monitor on real running queries: each alert raised by a query that has the problem, the
- * metrics visible through Spark's metrics system, the history written, the conf path, and the
- * time the monitor spends per progress event.
+ * metrics visible through Spark's metrics system, the history written, the conf path, and the time
+ * the monitor spends per progress event.
  */
 class StreamMonitorTest {
   private static final List<StreamMonitor.Overhead> OVERHEADS = new CopyOnWriteArrayList<>();
@@ -74,28 +74,33 @@ class StreamMonitorTest {
   @AfterAll
   static void reportOverhead() {
     long events = OVERHEADS.stream().mapToLong(StreamMonitor.Overhead::events).sum();
-    double mean = OVERHEADS.stream().mapToDouble(o -> o.meanMicros() * o.events()).sum()
-        / Math.max(1, events);
-    double max = OVERHEADS.stream().mapToDouble(StreamMonitor.Overhead::maxMicros).max()
-        .orElse(0);
-    System.out.printf("stateshift monitor overhead in the live queries: %d progress events, "
-        + "mean %.0f us, max %.0f us per event (includes first-event class loading)%n", events,
-        mean, max);
+    double mean =
+        OVERHEADS.stream().mapToDouble(o -> o.meanMicros() * o.events()).sum()
+            / Math.max(1, events);
+    double max = OVERHEADS.stream().mapToDouble(StreamMonitor.Overhead::maxMicros).max().orElse(0);
+    System.out.printf(
+        "stateshift monitor overhead in the live queries: %d progress events, "
+            + "mean %.0f us, max %.0f us per event (includes first-event class loading)%n",
+        events, mean, max);
     assertThat(events).isPositive();
   }
 
   /**
    * The steady-state cost per batch: the real progress events of a file-source query replayed
-   * through fresh monitors, first with metrics, alert checks and history (one JSON line per
-   * event), then also with the file-backlog measurement (one listing of the input folder per
-   * event). Returns a line for the report.
+   * through fresh monitors, first with metrics, alert checks and history (one JSON line per event),
+   * then also with the file-backlog measurement (one listing of the input folder per event).
+   * Returns a line for the report.
    */
-  private static void measureSteadyState(List<StreamingQueryListener.QueryProgressEvent> real,
-      Path tmp, int filesInFolder) {
+  private static void measureSteadyState(
+      List<StreamingQueryListener.QueryProgressEvent> real, Path tmp, int filesInFolder) {
     for (boolean fileBacklog : new boolean[] {false, true}) {
-      StreamMonitor replay = new StreamMonitor(settings("history",
-          tmp.resolve("replay-" + fileBacklog).toString(), "fileBacklog",
-          Boolean.toString(fileBacklog)));
+      StreamMonitor replay =
+          new StreamMonitor(
+              settings(
+                  "history",
+                  tmp.resolve("replay-" + fileBacklog).toString(),
+                  "fileBacklog",
+                  Boolean.toString(fileBacklog)));
       for (int round = 0; round < 60; round++) {
         for (StreamingQueryListener.QueryProgressEvent event : real) {
           replay.onQueryProgress(event);
@@ -103,15 +108,23 @@ class StreamMonitorTest {
       }
       StreamMonitor.Overhead o = replay.overhead();
       replay.close();
-      System.out.printf("stateshift monitor overhead, steady state, %s: %d replayed events, "
-          + "mean %.0f us, p50 %.0f us, p95 %.0f us, max %.0f us per batch; load average %.1f "
-          + "on %d cores%n", fileBacklog ? "metrics + alerts + history + file backlog (listing "
-          + filesInFolder + " files)" : "metrics + alerts + history", o.events(), o.meanMicros(),
-          o.p50Micros(), o.p95Micros(), o.maxMicros(),
-          java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-              .getSystemLoadAverage(), Runtime.getRuntime().availableProcessors());
+      System.out.printf(
+          "stateshift monitor overhead, steady state, %s: %d replayed events, "
+              + "mean %.0f us, p50 %.0f us, p95 %.0f us, max %.0f us per batch; load average %.1f "
+              + "on %d cores%n",
+          fileBacklog
+              ? "metrics + alerts + history + file backlog (listing " + filesInFolder + " files)"
+              : "metrics + alerts + history",
+          o.events(),
+          o.meanMicros(),
+          o.p50Micros(),
+          o.p95Micros(),
+          o.maxMicros(),
+          java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage(),
+          Runtime.getRuntime().availableProcessors());
       if (!fileBacklog) {
-        assertThat(o.p50Micros()).as("median time per progress event, microseconds")
+        assertThat(o.p50Micros())
+            .as("median time per progress event, microseconds")
             .isLessThan(50_000);
       }
     }
@@ -135,8 +148,15 @@ class StreamMonitorTest {
       }
       Thread.sleep(100);
     }
-    throw new AssertionError("no " + type + " alert within " + timeoutMs + " ms; alerts: "
-        + monitor.alerts() + "; last progress: " + (query == null ? null : query.lastProgress()));
+    throw new AssertionError(
+        "no "
+            + type
+            + " alert within "
+            + timeoutMs
+            + " ms; alerts: "
+            + monitor.alerts()
+            + "; last progress: "
+            + (query == null ? null : query.lastProgress()));
   }
 
   private static void await(BooleanSupplier condition, long timeoutMs, String what)
@@ -151,34 +171,48 @@ class StreamMonitorTest {
   }
 
   private Dataset<Row> rate(int rowsPerSecond) {
-    return spark.readStream().format("rate").option("rowsPerSecond", rowsPerSecond)
-        .option("numPartitions", 1).load();
+    return spark
+        .readStream()
+        .format("rate")
+        .option("rowsPerSecond", rowsPerSecond)
+        .option("numPartitions", 1)
+        .load();
   }
 
   @Test
   void slowForeachBatchAboveTheTriggerInterval() throws Exception {
     Path history = tmp.resolve("history");
     attach(settings("history", history.toString()));
-    query = rate(10).writeStream().queryName("slow_sink")
-        .trigger(Trigger.ProcessingTime(200))
-        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> {
-          batch.count();
-          Thread.sleep(450);
-        })
-        .option("checkpointLocation", tmp.resolve("checkpoint").toString())
-        .start();
+    query =
+        rate(10)
+            .writeStream()
+            .queryName("slow_sink")
+            .trigger(Trigger.ProcessingTime(200))
+            .foreachBatch(
+                (VoidFunction2<Dataset<Row>, Long>)
+                    (batch, id) -> {
+                      batch.count();
+                      Thread.sleep(450);
+                    })
+            .option("checkpointLocation", tmp.resolve("checkpoint").toString())
+            .start();
     Alert alert = awaitAlert(AlertType.SLOW_BATCHES, 180_000);
     assertThat(alert.queryName()).isEqualTo("slow_sink");
     assertThat(alert.message()).contains("3 batches in a row").contains("200 ms trigger interval");
 
     // The doctor reads the same story from the history the monitor wrote.
     query.stop();
-    io.stateshift.doctor.DoctorReport report = io.stateshift.StateShift.get(spark)
-        .doctor(tmp.resolve("checkpoint").toString()).history(history.toString()).run();
-    assertThat(report.findings()).anySatisfy(f -> {
-      assertThat(f.code()).isEqualTo("BATCHES_SLOWER_THAN_TRIGGER");
-      assertThat(f.evidence()).contains("200 ms trigger interval");
-    });
+    io.stateshift.doctor.DoctorReport report =
+        io.stateshift.StateShift.get(spark)
+            .doctor(tmp.resolve("checkpoint").toString())
+            .history(history.toString())
+            .run();
+    assertThat(report.findings())
+        .anySatisfy(
+            f -> {
+              assertThat(f.code()).isEqualTo("BATCHES_SLOWER_THAN_TRIGGER");
+              assertThat(f.evidence()).contains("200 ms trigger interval");
+            });
     assertThat(report.has("STATELESS")).isTrue();
   }
 
@@ -187,43 +221,62 @@ class StreamMonitorTest {
     Path history = tmp.resolve("history");
     attach(settings("history", history.toString()));
     spark.conf().set("spark.sql.shuffle.partitions", "2"); // another test may have unset it
-    query = rate(100).dropDuplicates("value").writeStream().queryName("dedup_forever")
-        .trigger(Trigger.ProcessingTime(300))
-        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
-        .option("checkpointLocation", tmp.resolve("checkpoint").toString())
-        .start();
+    query =
+        rate(100)
+            .dropDuplicates("value")
+            .writeStream()
+            .queryName("dedup_forever")
+            .trigger(Trigger.ProcessingTime(300))
+            .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
+            .option("checkpointLocation", tmp.resolve("checkpoint").toString())
+            .start();
     Alert alert = awaitAlert(AlertType.STATE_GROWTH, 180_000);
     assertThat(alert.message()).contains("operator 0 (dedupe)").contains("watermark");
 
     // The metrics, as Spark's metrics system (and so every configured sink) holds them.
     assertThat(MonitorMetrics.registeredBySourceName()).isTrue();
     Map<String, Metric> inSpark = MonitorMetrics.registeredInSpark();
-    String rowsGauge = inSpark.keySet().stream()
-        .filter(n -> n.endsWith(".stateshift.dedup_forever.operator0_dedupe.stateRows"))
-        .findFirst().orElseThrow(() -> new AssertionError("no state rows gauge in " + inSpark
-            .keySet()));
+    String rowsGauge =
+        inSpark.keySet().stream()
+            .filter(n -> n.endsWith(".stateshift.dedup_forever.operator0_dedupe.stateRows"))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no state rows gauge in " + inSpark.keySet()));
     assertThat(((Number) ((Gauge<?>) inSpark.get(rowsGauge)).getValue()).doubleValue())
         .isPositive();
-    for (String metric : List.of("batchDurationMs", "triggerIntervalMs", "inputRowsPerSecond",
-        "processedRowsPerSecond", "operator0_dedupe.stateMemoryBytes", "alerts.STATE_GROWTH")) {
-      assertThat(inSpark.keySet()).as(metric)
+    for (String metric :
+        List.of(
+            "batchDurationMs",
+            "triggerIntervalMs",
+            "inputRowsPerSecond",
+            "processedRowsPerSecond",
+            "operator0_dedupe.stateMemoryBytes",
+            "alerts.STATE_GROWTH")) {
+      assertThat(inSpark.keySet())
+          .as(metric)
           .anySatisfy(n -> assertThat(n).endsWith(".stateshift.dedup_forever." + metric));
     }
-    assertThat(((Number) ((Gauge<?>) inSpark.get(rowsGauge.replace(
-        "operator0_dedupe.stateRows", "triggerIntervalMs"))).getValue()).doubleValue())
+    assertThat(
+            ((Number)
+                    ((Gauge<?>)
+                            inSpark.get(
+                                rowsGauge.replace(
+                                    "operator0_dedupe.stateRows", "triggerIntervalMs")))
+                        .getValue())
+                .doubleValue())
         .isEqualTo(300.0);
     // ... and as a configured sink exports them: Spark's JmxSink (SparkTestSession) as MBeans.
-    javax.management.MBeanServer jmx = java.lang.management.ManagementFactory
-        .getPlatformMBeanServer();
-    javax.management.ObjectName rowsBean = jmx.queryNames(
-        new javax.management.ObjectName("metrics:*"), null).stream()
-        .filter(n -> rowsGauge.equals(n.getKeyProperty("name")))
-        .findFirst().orElseThrow(() -> new AssertionError("no JMX bean for " + rowsGauge));
+    javax.management.MBeanServer jmx =
+        java.lang.management.ManagementFactory.getPlatformMBeanServer();
+    javax.management.ObjectName rowsBean =
+        jmx.queryNames(new javax.management.ObjectName("metrics:*"), null).stream()
+            .filter(n -> rowsGauge.equals(n.getKeyProperty("name")))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no JMX bean for " + rowsGauge));
     assertThat(((Number) jmx.getAttribute(rowsBean, "Value")).doubleValue()).isPositive();
 
     query.stop();
-    ProgressHistory read = ProgressHistory.read(history.toString(),
-        spark.sparkContext().hadoopConfiguration());
+    ProgressHistory read =
+        ProgressHistory.read(history.toString(), spark.sparkContext().hadoopConfiguration());
     assertThat(read.batches()).hasSizeGreaterThanOrEqualTo(4);
     assertThat(read.batches()).extracting(ProgressHistory.Batch::batchId).isSorted();
     assertThat(read.batches()).allSatisfy(b -> assertThat(b.triggerIntervalMs()).isEqualTo(300));
@@ -234,52 +287,63 @@ class StreamMonitorTest {
   void growingFileBacklog() throws Exception {
     attach(settings("fileBacklog", "true"));
     List<StreamingQueryListener.QueryProgressEvent> seen = new CopyOnWriteArrayList<>();
-    StreamingQueryListener recorder = new StreamingQueryListener() {
-      @Override
-      public void onQueryStarted(QueryStartedEvent event) {}
+    StreamingQueryListener recorder =
+        new StreamingQueryListener() {
+          @Override
+          public void onQueryStarted(QueryStartedEvent event) {}
 
-      @Override
-      public void onQueryProgress(QueryProgressEvent event) {
-        seen.add(event);
-      }
+          @Override
+          public void onQueryProgress(QueryProgressEvent event) {
+            seen.add(event);
+          }
 
-      @Override
-      public void onQueryTerminated(QueryTerminatedEvent event) {}
-    };
+          @Override
+          public void onQueryTerminated(QueryTerminatedEvent event) {}
+        };
     spark.streams().addListener(recorder);
     Path input = tmp.resolve("input");
     Files.createDirectories(input);
     AtomicBoolean writing = new AtomicBoolean(true);
-    Thread writer = new Thread(() -> {
-      int n = 0;
-      while (writing.get()) {
-        try {
-          for (int k = 0; k < 2; k++, n++) {
-            Path hidden = input.resolve(".f" + n + ".tmp");
-            Files.writeString(hidden, "{\"v\":" + n + "}\n");
-            Files.move(hidden, input.resolve("f" + n + ".json"),
-                StandardCopyOption.ATOMIC_MOVE);
-          }
-          Thread.sleep(200);
-        } catch (Exception e) {
-          return;
-        }
-      }
-    });
+    Thread writer =
+        new Thread(
+            () -> {
+              int n = 0;
+              while (writing.get()) {
+                try {
+                  for (int k = 0; k < 2; k++, n++) {
+                    Path hidden = input.resolve(".f" + n + ".tmp");
+                    Files.writeString(hidden, "{\"v\":" + n + "}\n");
+                    Files.move(
+                        hidden, input.resolve("f" + n + ".json"), StandardCopyOption.ATOMIC_MOVE);
+                  }
+                  Thread.sleep(200);
+                } catch (Exception e) {
+                  return;
+                }
+              }
+            });
     writer.start();
     try {
-      query = spark.readStream().schema("v long").option("maxFilesPerTrigger", 1)
-          .json(input.toString()).writeStream().queryName("backlog")
-          .trigger(Trigger.ProcessingTime(300))
-          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
-          .option("checkpointLocation", tmp.resolve("checkpoint").toString())
-          .start();
+      query =
+          spark
+              .readStream()
+              .schema("v long")
+              .option("maxFilesPerTrigger", 1)
+              .json(input.toString())
+              .writeStream()
+              .queryName("backlog")
+              .trigger(Trigger.ProcessingTime(300))
+              .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
+              .option("checkpointLocation", tmp.resolve("checkpoint").toString())
+              .start();
       Alert alert = awaitAlert(AlertType.BACKLOG_GROWTH, 180_000);
       assertThat(alert.message()).contains("grew for 3 batches in a row");
       Map<String, Metric> inSpark = MonitorMetrics.registeredInSpark();
-      String outstanding = inSpark.keySet().stream()
-          .filter(n -> n.endsWith(".stateshift.backlog.source0.numFilesOutstanding")).findFirst()
-          .orElseThrow();
+      String outstanding =
+          inSpark.keySet().stream()
+              .filter(n -> n.endsWith(".stateshift.backlog.source0.numFilesOutstanding"))
+              .findFirst()
+              .orElseThrow();
       assertThat(((Number) ((Gauge<?>) inSpark.get(outstanding)).getValue()).doubleValue())
           .isGreaterThanOrEqualTo(3);
     } finally {
@@ -298,22 +362,28 @@ class StreamMonitorTest {
     List<Alert> programmatic = new CopyOnWriteArrayList<>();
     attach(settings("alertCallbacks", RecordingCallback.class.getName()))
         .addCallback(programmatic::add);
-    query = rate(10).writeStream().queryName("failing")
-        .trigger(Trigger.ProcessingTime(100))
-        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> {
-          if (id >= 1) {
-            throw new IllegalStateException("sink rejected batch " + id);
-          }
-        })
-        .option("checkpointLocation", tmp.resolve("checkpoint").toString())
-        .start();
+    query =
+        rate(10)
+            .writeStream()
+            .queryName("failing")
+            .trigger(Trigger.ProcessingTime(100))
+            .foreachBatch(
+                (VoidFunction2<Dataset<Row>, Long>)
+                    (batch, id) -> {
+                      if (id >= 1) {
+                        throw new IllegalStateException("sink rejected batch " + id);
+                      }
+                    })
+            .option("checkpointLocation", tmp.resolve("checkpoint").toString())
+            .start();
     Alert alert = awaitAlert(AlertType.QUERY_FAILED, 180_000);
     assertThat(alert.message()).contains("sink rejected batch 1");
-    await(() -> !programmatic.isEmpty() && !RecordingCallback.RECEIVED.isEmpty(), 5_000,
+    await(
+        () -> !programmatic.isEmpty() && !RecordingCallback.RECEIVED.isEmpty(),
+        5_000,
         "both callbacks");
     assertThat(programmatic).extracting(Alert::type).contains(AlertType.QUERY_FAILED);
-    assertThat(RecordingCallback.RECEIVED).extracting(Alert::type)
-        .contains(AlertType.QUERY_FAILED);
+    assertThat(RecordingCallback.RECEIVED).extracting(Alert::type).contains(AlertType.QUERY_FAILED);
   }
 
   @Test
@@ -321,11 +391,17 @@ class StreamMonitorTest {
     attach(settings("idleTimeoutMs", "1500"));
     Path input = tmp.resolve("empty-input");
     Files.createDirectories(input);
-    query = spark.readStream().schema("v long").json(input.toString()).writeStream()
-        .queryName("idle").trigger(Trigger.ProcessingTime(200))
-        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
-        .option("checkpointLocation", tmp.resolve("checkpoint").toString())
-        .start();
+    query =
+        spark
+            .readStream()
+            .schema("v long")
+            .json(input.toString())
+            .writeStream()
+            .queryName("idle")
+            .trigger(Trigger.ProcessingTime(200))
+            .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
+            .option("checkpointLocation", tmp.resolve("checkpoint").toString())
+            .start();
     Alert alert = awaitAlert(AlertType.QUERY_IDLE, 180_000);
     assertThat(alert.queryName()).isEqualTo("idle");
     assertThat(alert.message()).contains("idle timeout 1500 ms");
@@ -333,14 +409,15 @@ class StreamMonitorTest {
 
   @Test
   void sparkInstantiatesTheMonitorFromConf() {
-    SparkConf conf = new SparkConf(false)
-        .set("spark.sql.streaming.streamingQueryListeners", StreamMonitor.class.getName())
-        .set("spark.stateshift.monitor.consecutiveBatches", "7")
-        .set("spark.stateshift.monitor.alertCallbacks", RecordingCallback.class.getName())
-        .set("spark.stateshift.monitor.idleTimeoutMs", "0");
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.sql.streaming.streamingQueryListeners", StreamMonitor.class.getName())
+            .set("spark.stateshift.monitor.consecutiveBatches", "7")
+            .set("spark.stateshift.monitor.alertCallbacks", RecordingCallback.class.getName())
+            .set("spark.stateshift.monitor.idleTimeoutMs", "0");
     // The same call Spark's StreamingQueryManager makes for that setting.
-    List<StreamingQueryListener> listeners = io.stateshift.internal.SparkCalls
-        .loadStreamingQueryListeners(conf);
+    List<StreamingQueryListener> listeners =
+        io.stateshift.internal.SparkCalls.loadStreamingQueryListeners(conf);
     assertThat(listeners).singleElement().isInstanceOf(StreamMonitor.class);
     StreamMonitor created = (StreamMonitor) listeners.get(0);
     assertThat(created.settings().consecutiveBatches()).isEqualTo(7);

@@ -31,9 +31,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The report page in a real headless browser: a real query runs with the monitor writing its
- * history, {@code stateshift report} writes the page, Chromium loads it from disk (no network)
- * and the DOM it dumps after the page's script ran must hold every chart with one point per batch
- * of the history and one bar per state partition.
+ * history, {@code stateshift report} writes the page, Chromium loads it from disk (no network) and
+ * the DOM it dumps after the page's script ran must hold every chart with one point per batch of
+ * the history and one bar per state partition.
  */
 class ReportBrowserTest {
   private final SparkSession spark = SparkTestSession.get();
@@ -50,20 +50,30 @@ class ReportBrowserTest {
     for (int i = 0; i < 5; i++) {
       input.writeEvents(i, 200, 40);
     }
-    StreamMonitor monitor = new StreamMonitor(MonitorSettings.defaultSettings()
-        .with("history", history.toString()).with("idleTimeoutMs", "0"));
+    StreamMonitor monitor =
+        new StreamMonitor(
+            MonitorSettings.defaultSettings()
+                .with("history", history.toString())
+                .with("idleTimeoutMs", "0"));
     spark.streams().addListener(monitor);
     Map<String, String> conf = StateStores.ROCKSDB_CHANGELOG.withPartitions(3);
     conf.forEach((k, v) -> spark.conf().set(k, v));
     try {
-      StreamingQuery query = StatefulQueries.WINDOWED_COUNT.apply(spark.readStream()
-              .schema(StreamRun.EVENT_SCHEMA).option("maxFilesPerTrigger", 1)
-              .json(tmp.resolve("input").toString()))
-          .writeStream().queryName("report_demo").outputMode("append")
-          .trigger(Trigger.ProcessingTime(250))
-          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
-          .option("checkpointLocation", checkpoint.toString())
-          .start();
+      StreamingQuery query =
+          StatefulQueries.WINDOWED_COUNT
+              .apply(
+                  spark
+                      .readStream()
+                      .schema(StreamRun.EVENT_SCHEMA)
+                      .option("maxFilesPerTrigger", 1)
+                      .json(tmp.resolve("input").toString()))
+              .writeStream()
+              .queryName("report_demo")
+              .outputMode("append")
+              .trigger(Trigger.ProcessingTime(250))
+              .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, id) -> batch.count())
+              .option("checkpointLocation", checkpoint.toString())
+              .start();
       query.processAllAvailable();
       query.stop();
       long deadline = System.currentTimeMillis() + 10_000; // the listener runs asynchronously
@@ -79,12 +89,24 @@ class ReportBrowserTest {
     assertThat(batches).isGreaterThanOrEqualTo(5);
 
     Path page = tmp.resolve("report.html");
-    int exit = new StateShiftCli(System.out, System.err).run(new String[] {"report",
-        "--checkpoint", checkpoint.toString(), "--history", history.toString(), "--cores", "2",
-        "--out", page.toString()});
+    int exit =
+        new StateShiftCli(System.out, System.err)
+            .run(
+                new String[] {
+                  "report",
+                  "--checkpoint",
+                  checkpoint.toString(),
+                  "--history",
+                  history.toString(),
+                  "--cores",
+                  "2",
+                  "--out",
+                  page.toString()
+                });
     assertThat(exit).isZero();
     String html = Files.readString(page);
-    assertThat(html).as("self-contained: nothing loaded from elsewhere")
+    assertThat(html)
+        .as("self-contained: nothing loaded from elsewhere")
         .doesNotContainPattern("(src|href)\\s*=|<link|url\\(|@import|fetch\\(|XMLHttpRequest");
 
     String dom = dumpDom(chromium, page);
@@ -104,20 +126,36 @@ class ReportBrowserTest {
       return 0;
     }
     return ProgressHistory.read(history.toString(), spark.sparkContext().hadoopConfiguration())
-        .batches().size();
+        .batches()
+        .size();
   }
 
   /** Runs headless Chromium on the page and returns the DOM after its scripts ran. */
   private String dumpDom(String chromium, Path page) throws Exception {
     Path profile = Files.createTempDirectory(tmp, "chromium-profile");
-    List<String> command = new ArrayList<>(List.of(chromium, "--headless", "--no-sandbox",
-        "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-        "--user-data-dir=" + profile, "--dump-dom", page.toUri().toString()));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                "--user-data-dir=" + profile,
+                "--dump-dom",
+                page.toUri().toString()));
     Path out = tmp.resolve("dom.html");
     Path err = tmp.resolve("chromium.log");
-    Process process = new ProcessBuilder(command).redirectOutput(out.toFile())
-        .redirectError(err.toFile()).start();
+    Process process =
+        new ProcessBuilder(command)
+            .redirectOutput(out.toFile())
+            .redirectError(err.toFile())
+            .start();
     if (!process.waitFor(90, TimeUnit.SECONDS)) {
       process.destroyForcibly();
       throw new AssertionError("Chromium did not finish in 90 s: " + Files.readString(err));

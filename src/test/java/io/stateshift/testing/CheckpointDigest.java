@@ -36,8 +36,8 @@ public final class CheckpointDigest {
   }
 
   /** The same digest for a checkpoint on any Hadoop file system (for example a MiniDFSCluster). */
-  public static Map<String, String> of(org.apache.hadoop.fs.FileSystem fs,
-      org.apache.hadoop.fs.Path root) {
+  public static Map<String, String> of(
+      org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path root) {
     awaitQueryEvents();
     Map<String, String> out = new TreeMap<>();
     try {
@@ -47,7 +47,8 @@ public final class CheckpointDigest {
         org.apache.hadoop.fs.Path file = files.next().getPath();
         MessageDigest sha = MessageDigest.getInstance("SHA-256");
         try (var in = fs.open(file)) {
-          out.put(file.toUri().getPath().substring(prefix.length()),
+          out.put(
+              file.toUri().getPath().substring(prefix.length()),
               HexFormat.of().formatHex(sha.digest(in.readAllBytes())));
         }
       }
@@ -61,9 +62,11 @@ public final class CheckpointDigest {
 
   /** See {@link StreamRun#awaitQueryEvents}: a digest must see the settled checkpoint. */
   private static void awaitQueryEvents() {
-    org.apache.spark.sql.SparkSession.getDefaultSession().foreach(session -> {
-      StreamRun.awaitQueryEvents(session);
-      return null;
-    });
+    org.apache.spark.sql.SparkSession.getDefaultSession()
+        .foreach(
+            session -> {
+              StreamRun.awaitQueryEvents(session);
+              return null;
+            });
   }
 }

@@ -17,8 +17,8 @@ public final class ChildJvm {
   }
 
   /** Runs a main class of the test class path to its end; returns the exit code. */
-  public static int run(Path log, List<String> systemProperties, String mainClass,
-      String... args) throws Exception {
+  public static int run(Path log, List<String> systemProperties, String mainClass, String... args)
+      throws Exception {
     Process process = start(log, systemProperties, mainClass, args);
     if (!process.waitFor(5, TimeUnit.MINUTES)) {
       process.destroyForcibly();
@@ -31,8 +31,8 @@ public final class ChildJvm {
    * Starts a main class of the test class path in a new JVM, output to {@code log}. The JIT is
    * limited to its first tier: these JVMs live for seconds, and start-up dominates.
    */
-  public static Process start(Path log, List<String> systemProperties, String mainClass,
-      String... args) throws Exception {
+  public static Process start(
+      Path log, List<String> systemProperties, String mainClass, String... args) throws Exception {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("@" + Path.of(System.getProperty("user.dir"), "spark-jvm.options"));

@@ -29,8 +29,11 @@ public final class Chromium {
       }
     }
     if (!new File(PATH).canExecute()) {
-      throw new AssertionError("Chromium is needed for this test and could not be installed "
-          + "here; install it with `" + INSTALL + "` (as root) and run the tests again");
+      throw new AssertionError(
+          "Chromium is needed for this test and could not be installed "
+              + "here; install it with `"
+              + INSTALL
+              + "` (as root) and run the tests again");
     }
     return PATH;
   }

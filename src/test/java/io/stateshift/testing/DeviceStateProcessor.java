@@ -22,13 +22,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * the events per minute of event time (map state), each twice: once kept for an hour, once, in
  * processing-time mode, with a TTL shorter than the gap between batches. Each batch with input for
  * a device writes one line with what the earlier batches left (expired short-TTL entries must be
- * absent, the others present) and what the state holds after the batch; it also registers a
- * timer, a processing-time one a second later or an event-time one a minute after the device's
- * latest event, which writes one line when it fires.
+ * absent, the others present) and what the state holds after the batch; it also registers a timer,
+ * a processing-time one a second later or an event-time one a minute after the device's latest
+ * event, which writes one line when it fires.
  */
 public final class DeviceStateProcessor extends StatefulProcessor<String, Row, String> {
   /** Shorter than the time between two batches of the tests, which sleep longer between them. */
   public static final long SHORT_TTL_MS = 1_000;
+
   public static final long PROCESSING_TIMER_MS = 1_000;
   public static final long EVENT_TIMER_MS = 60_000;
 
@@ -48,8 +49,7 @@ public final class DeviceStateProcessor extends StatefulProcessor<String, Row, S
   public void init(OutputMode outputMode, TimeMode timeMode) {
     // TTL needs processing time; in event-time mode the same variables have none
     TTLConfig hour = eventTime ? TTLConfig.NONE() : new TTLConfig(Duration.ofHours(1));
-    TTLConfig brief = eventTime ? TTLConfig.NONE()
-        : new TTLConfig(Duration.ofMillis(SHORT_TTL_MS));
+    TTLConfig brief = eventTime ? TTLConfig.NONE() : new TTLConfig(Duration.ofMillis(SHORT_TTL_MS));
     count = getHandle().getValueState("count", Encoders.LONG(), hour);
     lastBatchCount = getHandle().getValueState("lastBatchCount", Encoders.LONG(), brief);
     ids = getHandle().getListState("ids", Encoders.STRING(), hour);
@@ -60,8 +60,8 @@ public final class DeviceStateProcessor extends StatefulProcessor<String, Row, S
   }
 
   @Override
-  public scala.collection.Iterator<String> handleInputRows(String device,
-      scala.collection.Iterator<Row> rows, TimerValues timers) {
+  public scala.collection.Iterator<String> handleInputRows(
+      String device, scala.collection.Iterator<Row> rows, TimerValues timers) {
     String before = describe();
     if (eventTime) { // no TTL: forget the last batch by hand
       lastBatchIds.clear();
@@ -77,21 +77,25 @@ public final class DeviceStateProcessor extends StatefulProcessor<String, Row, S
       ids.appendValue(row.getString(0));
       lastBatchIds.appendValue(row.getString(0));
       long minute = ts / 60_000;
-      perMinute.updateValue(minute, (perMinute.containsKey(minute)
-          ? perMinute.getValue(minute) : 0L) + 1);
-      lastBatchPerMinute.updateValue(minute, (lastBatchPerMinute.containsKey(minute)
-          ? lastBatchPerMinute.getValue(minute) : 0L) + 1);
+      perMinute.updateValue(
+          minute, (perMinute.containsKey(minute) ? perMinute.getValue(minute) : 0L) + 1);
+      lastBatchPerMinute.updateValue(
+          minute,
+          (lastBatchPerMinute.containsKey(minute) ? lastBatchPerMinute.getValue(minute) : 0L) + 1);
     }
     count.update((count.exists() ? count.get() : 0L) + n);
     lastBatchCount.update(n);
-    getHandle().registerTimer(eventTime ? latest + EVENT_TIMER_MS
-        : timers.getCurrentProcessingTimeInMs() + PROCESSING_TIMER_MS);
+    getHandle()
+        .registerTimer(
+            eventTime
+                ? latest + EVENT_TIMER_MS
+                : timers.getCurrentProcessingTimeInMs() + PROCESSING_TIMER_MS);
     return single("input|" + device + "|before " + before + "|after " + describe());
   }
 
   @Override
-  public scala.collection.Iterator<String> handleExpiredTimer(String device, TimerValues timers,
-      ExpiredTimerInfo expired) {
+  public scala.collection.Iterator<String> handleExpiredTimer(
+      String device, TimerValues timers, ExpiredTimerInfo expired) {
     // the event-time expiry follows from the input; a processing-time one from the wall clock
     String when = eventTime ? "|at " + expired.getExpiryTimeInMs() : "";
     return single("timer|" + device + when + "|" + describe());
@@ -103,18 +107,30 @@ public final class DeviceStateProcessor extends StatefulProcessor<String, Row, S
     CollectionConverters.asJava(ids.get()).forEachRemaining(idList::add);
     idList.sort(null);
     long[] minutes = {0, 0};
-    CollectionConverters.asJava(perMinute.iterator()).forEachRemaining(e -> {
-      minutes[0]++;
-      minutes[1] += e._2();
-    });
+    CollectionConverters.asJava(perMinute.iterator())
+        .forEachRemaining(
+            e -> {
+              minutes[0]++;
+              minutes[1] += e._2();
+            });
     long lastBatchIdCount = lastBatchIds.get().size();
     long lastBatchMinutes = lastBatchPerMinute.keys().size();
-    return "count=" + (count.exists() ? count.get() : "none")
-        + " lastBatchCount=" + (lastBatchCount.exists() ? lastBatchCount.get() : "none")
-        + " ids=" + idList.size() + ":" + String.join(",", idList).hashCode()
-        + " lastBatchIds=" + lastBatchIdCount
-        + " minutes=" + minutes[0] + "/" + minutes[1]
-        + " lastBatchMinutes=" + lastBatchMinutes;
+    return "count="
+        + (count.exists() ? count.get() : "none")
+        + " lastBatchCount="
+        + (lastBatchCount.exists() ? lastBatchCount.get() : "none")
+        + " ids="
+        + idList.size()
+        + ":"
+        + String.join(",", idList).hashCode()
+        + " lastBatchIds="
+        + lastBatchIdCount
+        + " minutes="
+        + minutes[0]
+        + "/"
+        + minutes[1]
+        + " lastBatchMinutes="
+        + lastBatchMinutes;
   }
 
   private static scala.collection.Iterator<String> single(String line) {

@@ -21,10 +21,10 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * permission or a lost connection to a remote store would. Register it with {@link #register};
  * {@link Fs} serves Hadoop's FileContext (which Spark's checkpoint file manager prefers).
  *
- * <p>Operations are counted per step: {@link #step} names the step the caller is in (tests feed
- * it the repartition's fail point names). {@link #record} lists every mutating operation;
- * {@link #failAt} fails the n-th operation of a step, once. State is static: in local mode the
- * Spark tasks run in this JVM and see the same plan.
+ * <p>Operations are counted per step: {@link #step} names the step the caller is in (tests feed it
+ * the repartition's fail point names). {@link #record} lists every mutating operation; {@link
+ * #failAt} fails the n-th operation of a step, once. State is static: in local mode the Spark tasks
+ * run in this JVM and see the same plan.
  */
 public class FaultyFileSystem extends RawLocalFileSystem {
   public static final String SCHEME = "faulty";
@@ -88,8 +88,16 @@ public class FaultyFileSystem extends RawLocalFileSystem {
     }
     if (failed == null && step.equals(failStep) && index == failIndex) {
       failed = op;
-      throw new IOException("injected I/O error: " + kind + " " + op.path() + " (step " + step
-          + ", operation " + index + ")");
+      throw new IOException(
+          "injected I/O error: "
+              + kind
+              + " "
+              + op.path()
+              + " (step "
+              + step
+              + ", operation "
+              + index
+              + ")");
     }
   }
 
@@ -99,8 +107,8 @@ public class FaultyFileSystem extends RawLocalFileSystem {
 
   /**
    * Counts the outermost operation only: Hadoop's operations call one another. The lock's
-   * background renewals are neither counted nor failed: they run on a timer, so they would land
-   * at a different place in each run (a failed renewal is retried by the next one).
+   * background renewals are neither counted nor failed: they run on a timer, so they would land at
+   * a different place in each run (a failed renewal is retried by the next one).
    */
   private static <T> T mutating(String kind, Path path, Call<T> call) throws IOException {
     if (INSIDE.get() || Thread.currentThread().getName().equals(CheckpointLock.RENEWER_THREAD)) {
@@ -126,9 +134,11 @@ public class FaultyFileSystem extends RawLocalFileSystem {
   }
 
   @Override
-  protected OutputStream createOutputStreamWithMode(Path f, boolean append,
-      FsPermission permission) throws IOException {
-    return mutating(append ? "append" : "create", f,
+  protected OutputStream createOutputStreamWithMode(Path f, boolean append, FsPermission permission)
+      throws IOException {
+    return mutating(
+        append ? "append" : "create",
+        f,
         () -> super.createOutputStreamWithMode(f, append, permission));
   }
 
@@ -175,10 +185,17 @@ public class FaultyFileSystem extends RawLocalFileSystem {
   }
 
   private static FileStatus plain(FileStatus s) {
-    return new FileStatus(s.getLen(), s.isDirectory(), 1, s.getBlockSize(),
-        s.getModificationTime(), s.getAccessTime(),
+    return new FileStatus(
+        s.getLen(),
+        s.isDirectory(),
+        1,
+        s.getBlockSize(),
+        s.getModificationTime(),
+        s.getAccessTime(),
         s.isDirectory() ? FsPermission.getDirDefault() : FsPermission.getFileDefault(),
-        "stateshift", "stateshift", s.getPath());
+        "stateshift",
+        "stateshift",
+        s.getPath());
   }
 
   /** The same file system for Hadoop's FileContext API. */

@@ -7,8 +7,8 @@ import java.nio.file.Path;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * Takes the checkpoint lock (lease of 10 minutes), writes a marker file and holds the lock until
- * it is killed. Args: checkpoint, marker file.
+ * Takes the checkpoint lock (lease of 10 minutes), writes a marker file and holds the lock until it
+ * is killed. Args: checkpoint, marker file.
  */
 public final class HoldLockMain {
   private HoldLockMain() {}

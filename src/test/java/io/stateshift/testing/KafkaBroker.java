@@ -25,9 +25,9 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.utils.Time;
 
 /**
- * A real single-node Kafka broker in KRaft mode (broker and controller in one server), in this
- * JVM, on 127.0.0.1 with free ports and a log folder of its own, formatted the way
- * {@code kafka-storage format} does it. {@link #close} stops it and deletes the folder.
+ * A real single-node Kafka broker in KRaft mode (broker and controller in one server), in this JVM,
+ * on 127.0.0.1 with free ports and a log folder of its own, formatted the way {@code kafka-storage
+ * format} does it. {@link #close} stops it and deletes the folder.
  */
 public final class KafkaBroker implements AutoCloseable {
   private final Path dir;
@@ -49,7 +49,8 @@ public final class KafkaBroker implements AutoCloseable {
       props.put("process.roles", "broker,controller");
       props.put("node.id", "1");
       props.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-      props.put("listeners",
+      props.put(
+          "listeners",
           "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
       props.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
       props.put("controller.listener.names", "CONTROLLER");
@@ -70,9 +71,16 @@ public final class KafkaBroker implements AutoCloseable {
         props.store(out, "stateshift test broker");
       }
       ByteArrayOutputStream formatOutput = new ByteArrayOutputStream();
-      int formatted = StorageTool.execute(new String[] {"format", "--config", config.toString(),
-          "--cluster-id", Uuid.randomUuid().toString()},
-          new PrintStream(formatOutput, true, StandardCharsets.UTF_8));
+      int formatted =
+          StorageTool.execute(
+              new String[] {
+                "format",
+                "--config",
+                config.toString(),
+                "--cluster-id",
+                Uuid.randomUuid().toString()
+              },
+              new PrintStream(formatOutput, true, StandardCharsets.UTF_8));
       if (formatted != 0) {
         throw new IllegalStateException("kafka-storage format failed: " + formatOutput);
       }
@@ -94,15 +102,22 @@ public final class KafkaBroker implements AutoCloseable {
   /** Creates a topic with the given partitions (one replica), waiting until it is there. */
   public void createTopic(String topic, int partitions) throws Exception {
     try (Admin admin = admin()) {
-      admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all()
+      admin
+          .createTopics(List.of(new NewTopic(topic, partitions, (short) 1)))
+          .all()
           .get(60, TimeUnit.SECONDS);
     }
   }
 
   private Admin admin() {
-    return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-        AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000,
-        AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 60_000));
+    return Admin.create(
+        Map.of(
+            AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+            bootstrap,
+            AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG,
+            10_000,
+            AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG,
+            60_000));
   }
 
   /** The broker has registered with its controller once the cluster reports it. */

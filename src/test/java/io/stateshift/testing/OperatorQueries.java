@@ -24,9 +24,8 @@ import scala.Tuple3;
 
 /**
  * Queries for the stateful operators beyond aggregation and deduplication: stream-stream joins,
- * session windows and flatMapGroupsWithState. Each reads the event files through
- * {@link Sources} (a join reads them twice, as its two sides) and names the output mode its sink
- * needs.
+ * session windows and flatMapGroupsWithState. Each reads the event files through {@link Sources} (a
+ * join reads them twice, as its two sides) and names the output mode its sink needs.
  */
 public enum OperatorQueries {
   JOIN_INNER("append", s -> join(s, "inner")),
@@ -34,56 +33,106 @@ public enum OperatorQueries {
   JOIN_RIGHT_OUTER("append", s -> join(s, "right_outer")),
   JOIN_FULL_OUTER("append", s -> join(s, "full_outer")),
   JOIN_LEFT_SEMI("append", s -> join(s, "left_semi")),
-  JOIN_THEN_WINDOWED_COUNT("append", s -> join(s, "inner")
-      .groupBy(window(col("lts"), "5 minutes"), col("lkey"))
-      .count()
-      .select(col("window.start").as("window_start"), col("lkey"), col("count"))),
-  SESSION_WINDOW_COUNT("append", s -> s.events()
-      .withWatermark("ts", "1 minute")
-      .groupBy(session_window(col("ts"), "30 seconds"), col("device"))
-      .count()
-      .select(col("session_window.start").as("session_start"),
-          col("session_window.end").as("session_end"), col("device"), col("count"))),
-  /** flatMapGroupsWithState, append mode, event-time timeout: one row per device when it times out. */
-  FLAT_MAP_EVENT_TIME_TIMEOUT("append", s -> byDevice(s, "1 minute")
-      .flatMapGroupsWithState(new CountUntilEventTimeout(), OutputMode.Append(), state(), output(),
-          GroupStateTimeout.EventTimeTimeout())
-      .toDF("device", "count", "kind")),
-  /** mapGroupsWithState (update mode), event-time timeout: a row per device and batch. */
-  MAP_EVENT_TIME_TIMEOUT("update", s -> byDevice(s, "1 minute")
-      .mapGroupsWithState(new RunningCountWithEventTimeout(), state(), output(),
-          GroupStateTimeout.EventTimeTimeout())
-      .toDF("device", "count", "kind")),
-  /** mapGroupsWithState (update mode) without a timeout: a running count per device. */
-  MAP_NO_TIMEOUT("update", s -> byDevice(s, null)
-      .mapGroupsWithState(new RunningCount(), state(), output(), GroupStateTimeout.NoTimeout())
-      .toDF("device", "count", "kind")),
-  /** flatMapGroupsWithState, append mode, processing-time timeout of three seconds. */
-  FLAT_MAP_PROCESSING_TIME_TIMEOUT("append", s -> byDevice(s, null)
-      .flatMapGroupsWithState(new CountUntilProcessingTimeout(), OutputMode.Append(), state(),
-          output(), GroupStateTimeout.ProcessingTimeTimeout())
-      .toDF("device", "count", "kind")),
+  JOIN_THEN_WINDOWED_COUNT(
+      "append",
+      s ->
+          join(s, "inner")
+              .groupBy(window(col("lts"), "5 minutes"), col("lkey"))
+              .count()
+              .select(col("window.start").as("window_start"), col("lkey"), col("count"))),
+  SESSION_WINDOW_COUNT(
+      "append",
+      s ->
+          s.events()
+              .withWatermark("ts", "1 minute")
+              .groupBy(session_window(col("ts"), "30 seconds"), col("device"))
+              .count()
+              .select(
+                  col("session_window.start").as("session_start"),
+                  col("session_window.end").as("session_end"),
+                  col("device"),
+                  col("count"))),
   /**
-   * transformWithState in processing-time mode: value, list and map state with and without a
-   * short TTL, processing-time timers ({@link DeviceStateProcessor}).
+   * flatMapGroupsWithState, append mode, event-time timeout: one row per device when it times out.
    */
-  TWS_PROCESSING_TIME("append", s -> byDevice(s, null)
-      .transformWithState(new DeviceStateProcessor(false), TimeMode.ProcessingTime(),
-          OutputMode.Append(), Encoders.STRING())
-      .toDF("line")),
+  FLAT_MAP_EVENT_TIME_TIMEOUT(
+      "append",
+      s ->
+          byDevice(s, "1 minute")
+              .flatMapGroupsWithState(
+                  new CountUntilEventTimeout(),
+                  OutputMode.Append(),
+                  state(),
+                  output(),
+                  GroupStateTimeout.EventTimeTimeout())
+              .toDF("device", "count", "kind")),
+  /** mapGroupsWithState (update mode), event-time timeout: a row per device and batch. */
+  MAP_EVENT_TIME_TIMEOUT(
+      "update",
+      s ->
+          byDevice(s, "1 minute")
+              .mapGroupsWithState(
+                  new RunningCountWithEventTimeout(),
+                  state(),
+                  output(),
+                  GroupStateTimeout.EventTimeTimeout())
+              .toDF("device", "count", "kind")),
+  /** mapGroupsWithState (update mode) without a timeout: a running count per device. */
+  MAP_NO_TIMEOUT(
+      "update",
+      s ->
+          byDevice(s, null)
+              .mapGroupsWithState(
+                  new RunningCount(), state(), output(), GroupStateTimeout.NoTimeout())
+              .toDF("device", "count", "kind")),
+  /** flatMapGroupsWithState, append mode, processing-time timeout of three seconds. */
+  FLAT_MAP_PROCESSING_TIME_TIMEOUT(
+      "append",
+      s ->
+          byDevice(s, null)
+              .flatMapGroupsWithState(
+                  new CountUntilProcessingTimeout(),
+                  OutputMode.Append(),
+                  state(),
+                  output(),
+                  GroupStateTimeout.ProcessingTimeTimeout())
+              .toDF("device", "count", "kind")),
+  /**
+   * transformWithState in processing-time mode: value, list and map state with and without a short
+   * TTL, processing-time timers ({@link DeviceStateProcessor}).
+   */
+  TWS_PROCESSING_TIME(
+      "append",
+      s ->
+          byDevice(s, null)
+              .transformWithState(
+                  new DeviceStateProcessor(false),
+                  TimeMode.ProcessingTime(),
+                  OutputMode.Append(),
+                  Encoders.STRING())
+              .toDF("line")),
   /** transformWithState in event-time mode: the same state without TTL, event-time timers. */
-  TWS_EVENT_TIME("append", s -> byDevice(s, "1 minute")
-      .transformWithState(new DeviceStateProcessor(true), TimeMode.EventTime(),
-          OutputMode.Append(), Encoders.STRING())
-      .toDF("line")),
+  TWS_EVENT_TIME(
+      "append",
+      s ->
+          byDevice(s, "1 minute")
+              .transformWithState(
+                  new DeviceStateProcessor(true),
+                  TimeMode.EventTime(),
+                  OutputMode.Append(),
+                  Encoders.STRING())
+              .toDF("line")),
   /**
    * A grouped count whose input is already hash partitioned by a subset of its key: with
    * useStrictDistribution=false Spark keeps that placement for the state (SPARK-38204).
    */
-  COUNT_PLACED_BY_DEVICE("complete", s -> s.events()
-      .repartition(4, col("device"))
-      .groupBy(col("device"), expr("minute(ts)").as("minute"))
-      .count());
+  COUNT_PLACED_BY_DEVICE(
+      "complete",
+      s ->
+          s.events()
+              .repartition(4, col("device"))
+              .groupBy(col("device"), expr("minute(ts)").as("minute"))
+              .count());
 
   public static final long PROCESSING_TIMEOUT_MS = 3_000;
 
@@ -127,16 +176,24 @@ public enum OperatorQueries {
    * so both watermarks move). A match is the same device within 30 seconds.
    */
   private static Dataset<Row> join(Sources sources, String type) {
-    Dataset<Row> left = sources.events()
-        .where("device = 'flush' OR pmod(hash(eventId), 2) = 0")
-        .select(col("device").as("lkey"), col("ts").as("lts"), col("eventId").as("lid"))
-        .withWatermark("lts", "10 minutes");
-    Dataset<Row> right = sources.events()
-        .where("device = 'flush' OR pmod(hash(eventId), 3) = 0")
-        .select(col("device").as("rkey"), col("ts").as("rts"), col("eventId").as("rid"))
-        .withWatermark("rts", "10 minutes");
-    return left.join(right, expr("lkey = rkey AND rts >= lts - INTERVAL 30 SECONDS "
-        + "AND rts <= lts + INTERVAL 30 SECONDS"), type);
+    Dataset<Row> left =
+        sources
+            .events()
+            .where("device = 'flush' OR pmod(hash(eventId), 2) = 0")
+            .select(col("device").as("lkey"), col("ts").as("lts"), col("eventId").as("lid"))
+            .withWatermark("lts", "10 minutes");
+    Dataset<Row> right =
+        sources
+            .events()
+            .where("device = 'flush' OR pmod(hash(eventId), 3) = 0")
+            .select(col("device").as("rkey"), col("ts").as("rts"), col("eventId").as("rid"))
+            .withWatermark("rts", "10 minutes");
+    return left.join(
+        right,
+        expr(
+            "lkey = rkey AND rts >= lts - INTERVAL 30 SECONDS "
+                + "AND rts <= lts + INTERVAL 30 SECONDS"),
+        type);
   }
 
   private static org.apache.spark.sql.KeyValueGroupedDataset<String, Row> byDevice(
@@ -166,11 +223,11 @@ public enum OperatorQueries {
   }
 
   static final class CountUntilEventTimeout
-      implements FlatMapGroupsWithStateFunction<String, Row, Tuple2<Long, Long>,
-          Tuple3<String, Long, String>> {
+      implements FlatMapGroupsWithStateFunction<
+          String, Row, Tuple2<Long, Long>, Tuple3<String, Long, String>> {
     @Override
-    public Iterator<Tuple3<String, Long, String>> call(String device, Iterator<Row> rows,
-        GroupState<Tuple2<Long, Long>> state) {
+    public Iterator<Tuple3<String, Long, String>> call(
+        String device, Iterator<Row> rows, GroupState<Tuple2<Long, Long>> state) {
       List<Tuple3<String, Long, String>> out = new ArrayList<>();
       if (state.hasTimedOut()) {
         out.add(new Tuple3<>(device, state.get()._1(), "timeout"));
@@ -185,11 +242,11 @@ public enum OperatorQueries {
   }
 
   static final class RunningCountWithEventTimeout
-      implements MapGroupsWithStateFunction<String, Row, Tuple2<Long, Long>,
-          Tuple3<String, Long, String>> {
+      implements MapGroupsWithStateFunction<
+          String, Row, Tuple2<Long, Long>, Tuple3<String, Long, String>> {
     @Override
-    public Tuple3<String, Long, String> call(String device, Iterator<Row> rows,
-        GroupState<Tuple2<Long, Long>> state) {
+    public Tuple3<String, Long, String> call(
+        String device, Iterator<Row> rows, GroupState<Tuple2<Long, Long>> state) {
       if (state.hasTimedOut()) {
         long count = state.get()._1();
         state.remove();
@@ -203,11 +260,11 @@ public enum OperatorQueries {
   }
 
   static final class RunningCount
-      implements MapGroupsWithStateFunction<String, Row, Tuple2<Long, Long>,
-          Tuple3<String, Long, String>> {
+      implements MapGroupsWithStateFunction<
+          String, Row, Tuple2<Long, Long>, Tuple3<String, Long, String>> {
     @Override
-    public Tuple3<String, Long, String> call(String device, Iterator<Row> rows,
-        GroupState<Tuple2<Long, Long>> state) {
+    public Tuple3<String, Long, String> call(
+        String device, Iterator<Row> rows, GroupState<Tuple2<Long, Long>> state) {
       Tuple2<Long, Long> next = add(state, rows);
       state.update(next);
       return new Tuple3<>(device, next._1(), "running");
@@ -215,11 +272,11 @@ public enum OperatorQueries {
   }
 
   static final class CountUntilProcessingTimeout
-      implements FlatMapGroupsWithStateFunction<String, Row, Tuple2<Long, Long>,
-          Tuple3<String, Long, String>> {
+      implements FlatMapGroupsWithStateFunction<
+          String, Row, Tuple2<Long, Long>, Tuple3<String, Long, String>> {
     @Override
-    public Iterator<Tuple3<String, Long, String>> call(String device, Iterator<Row> rows,
-        GroupState<Tuple2<Long, Long>> state) {
+    public Iterator<Tuple3<String, Long, String>> call(
+        String device, Iterator<Row> rows, GroupState<Tuple2<Long, Long>> state) {
       if (state.hasTimedOut()) {
         long count = state.get()._1();
         state.remove();

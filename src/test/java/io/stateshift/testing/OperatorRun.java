@@ -16,8 +16,8 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.apache.spark.sql.streaming.Trigger;
 
 /**
- * Runs an {@link OperatorQueries} query over event files (one file per micro-batch, see
- * {@link StreamRun}) into the same idempotent per-batch parquet sink.
+ * Runs an {@link OperatorQueries} query over event files (one file per micro-batch, see {@link
+ * StreamRun}) into the same idempotent per-batch parquet sink.
  */
 public final class OperatorRun {
   private final SparkSession spark;
@@ -40,9 +40,9 @@ public final class OperatorRun {
   }
 
   /**
-   * Devices that come and go: file {@code index} holds devices {@code r-<4*index>} to
-   * {@code r-<4*index + 7>}, so each device is seen in two consecutive files and then never again
-   * (its sessions close, its timeouts fire). Event ids are unique.
+   * Devices that come and go: file {@code index} holds devices {@code r-<4*index>} to {@code
+   * r-<4*index + 7>}, so each device is seen in two consecutive files and then never again (its
+   * sessions close, its timeouts fire). Event ids are unique.
    */
   public void writeRotatingEvents(int index, int rows) {
     Random random = new Random(index * 104729L);
@@ -50,8 +50,11 @@ public final class OperatorRun {
     long sliceStart = StreamRun.START_SECONDS + index * 240L;
     for (int i = 0; i < rows; i++) {
       long ts = sliceStart + random.nextInt(240);
-      out.add(RowFactory.create("r" + index + "-" + i, "r-" + (4 * index + random.nextInt(8)),
-          java.sql.Timestamp.from(java.time.Instant.ofEpochSecond(ts))));
+      out.add(
+          RowFactory.create(
+              "r" + index + "-" + i,
+              "r-" + (4 * index + random.nextInt(8)),
+              java.sql.Timestamp.from(java.time.Instant.ofEpochSecond(ts))));
     }
     files.writeRows(index, out);
   }
@@ -62,7 +65,10 @@ public final class OperatorRun {
 
   /** The events as a fresh streaming read, one file per batch. */
   public Dataset<Row> stream() {
-    return spark.readStream().schema(StreamRun.EVENT_SCHEMA).option("maxFilesPerTrigger", 1)
+    return spark
+        .readStream()
+        .schema(StreamRun.EVENT_SCHEMA)
+        .option("maxFilesPerTrigger", 1)
         .json(input.toString());
   }
 
@@ -72,18 +78,23 @@ public final class OperatorRun {
   }
 
   /** Runs the query over every file present now and returns its progress. */
-  public List<StreamingQueryProgress> runAvailable(OperatorQueries query, Path checkpoint,
-      Path sink, Map<String, String> sessionConf) {
+  public List<StreamingQueryProgress> runAvailable(
+      OperatorQueries query, Path checkpoint, Path sink, Map<String, String> sessionConf) {
     sessionConf.forEach((k, v) -> spark.conf().set(k, v));
     try {
       String sinkPath = sink.toString();
-      StreamingQuery running = query.apply(this::stream).writeStream()
-          .outputMode(query.outputMode())
-          .option("checkpointLocation", checkpoint.toString())
-          .trigger(Trigger.AvailableNow())
-          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, batchId) ->
-              batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
-          .start();
+      StreamingQuery running =
+          query
+              .apply(this::stream)
+              .writeStream()
+              .outputMode(query.outputMode())
+              .option("checkpointLocation", checkpoint.toString())
+              .trigger(Trigger.AvailableNow())
+              .foreachBatch(
+                  (VoidFunction2<Dataset<Row>, Long>)
+                      (batch, batchId) ->
+                          batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
+              .start();
       running.awaitTermination();
       return List.of(running.recentProgress());
     } catch (StreamingQueryException | java.util.concurrent.TimeoutException e) {
@@ -103,8 +114,9 @@ public final class OperatorRun {
     }
     Dataset<Row> all = spark.read().parquet(sink.toString());
     if (query.outputMode().equals("complete")) {
-      long last = ((Number) all.agg(org.apache.spark.sql.functions.max("batch")).first().get(0))
-          .longValue();
+      long last =
+          ((Number) all.agg(org.apache.spark.sql.functions.max("batch")).first().get(0))
+              .longValue();
       all = all.filter(org.apache.spark.sql.functions.col("batch").equalTo(last));
     }
     return all.drop("batch").collectAsList().stream().map(Row::toString).sorted().toList();

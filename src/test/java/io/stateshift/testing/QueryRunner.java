@@ -20,8 +20,13 @@ public final class QueryRunner {
   private QueryRunner() {}
 
   /** {@code maxFilesPerTrigger} 0 means no limit: everything present goes into one batch. */
-  public static List<StreamingQueryProgress> runAvailable(SparkSession spark, Path input,
-      StatefulQueries query, Path checkpoint, Path sink, Map<String, String> sessionConf,
+  public static List<StreamingQueryProgress> runAvailable(
+      SparkSession spark,
+      Path input,
+      StatefulQueries query,
+      Path checkpoint,
+      Path sink,
+      Map<String, String> sessionConf,
       int maxFilesPerTrigger) {
     sessionConf.forEach((k, v) -> spark.conf().set(k, v));
     try {
@@ -30,13 +35,18 @@ public final class QueryRunner {
         reader = reader.option("maxFilesPerTrigger", maxFilesPerTrigger);
       }
       String sinkPath = sink.toString();
-      StreamingQuery running = query.apply(reader.json(input.toString())).writeStream()
-          .outputMode(query.outputMode())
-          .option("checkpointLocation", checkpoint.toString())
-          .trigger(Trigger.AvailableNow())
-          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, batchId) ->
-              batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
-          .start();
+      StreamingQuery running =
+          query
+              .apply(reader.json(input.toString()))
+              .writeStream()
+              .outputMode(query.outputMode())
+              .option("checkpointLocation", checkpoint.toString())
+              .trigger(Trigger.AvailableNow())
+              .foreachBatch(
+                  (VoidFunction2<Dataset<Row>, Long>)
+                      (batch, batchId) ->
+                          batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
+              .start();
       running.awaitTermination();
       return List.of(running.recentProgress());
     } catch (Exception e) {

@@ -10,26 +10,30 @@ public final class SparkTestSession {
 
   public static synchronized SparkSession get() {
     if (spark == null) {
-      spark = SparkSession.builder()
-          .master("local[2]")
-          .appName("stateshift-tests")
-          .config("spark.ui.enabled", "false")
-          // a real metrics sink, so the monitor's metrics are checked where users read them
-          .config("spark.metrics.conf.*.sink.jmx.class", "org.apache.spark.metrics.sink.JmxSink")
-          .config("spark.sql.shuffle.partitions", "4")
-          .config("spark.sql.session.timeZone", "UTC")
-          .config("spark.sql.extensions",
-              "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
-          .config("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
-          .config("spark.sql.catalog.spark_catalog",
-              "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-          // Spark's periodic state maintenance deletes old versions of stopped queries' stores
-          // (per minBatchesToRetain); a tick during a byte-for-byte checkpoint check would be
-          // counted against the tool under test, so it never fires within a test JVM.
-          .config("spark.sql.streaming.stateStore.maintenanceInterval", "24h")
-          .config("spark.databricks.delta.snapshotPartitions", "2")
-          .config("spark.sql.adaptive.enabled", "false")
-          .getOrCreate();
+      spark =
+          SparkSession.builder()
+              .master("local[2]")
+              .appName("stateshift-tests")
+              .config("spark.ui.enabled", "false")
+              // a real metrics sink, so the monitor's metrics are checked where users read them
+              .config(
+                  "spark.metrics.conf.*.sink.jmx.class", "org.apache.spark.metrics.sink.JmxSink")
+              .config("spark.sql.shuffle.partitions", "4")
+              .config("spark.sql.session.timeZone", "UTC")
+              .config(
+                  "spark.sql.extensions",
+                  "io.stateshift.StateShiftExtensions,io.delta.sql.DeltaSparkSessionExtension")
+              .config("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
+              .config(
+                  "spark.sql.catalog.spark_catalog",
+                  "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+              // Spark's periodic state maintenance deletes old versions of stopped queries' stores
+              // (per minBatchesToRetain); a tick during a byte-for-byte checkpoint check would be
+              // counted against the tool under test, so it never fires within a test JVM.
+              .config("spark.sql.streaming.stateStore.maintenanceInterval", "24h")
+              .config("spark.databricks.delta.snapshotPartitions", "2")
+              .config("spark.sql.adaptive.enabled", "false")
+              .getOrCreate();
       spark.sparkContext().setLogLevel("WARN");
     }
     return spark;

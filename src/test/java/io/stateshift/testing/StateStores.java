@@ -4,14 +4,22 @@ import java.util.Map;
 
 /** The state store set-ups the tests cover, as the session confs that select them. */
 public enum StateStores {
-  HDFS(Map.of("spark.sql.streaming.stateStore.providerClass",
-      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")),
-  ROCKSDB(Map.of("spark.sql.streaming.stateStore.providerClass",
-      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-      "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "false")),
-  ROCKSDB_CHANGELOG(Map.of("spark.sql.streaming.stateStore.providerClass",
-      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-      "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true"));
+  HDFS(
+      Map.of(
+          "spark.sql.streaming.stateStore.providerClass",
+          "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")),
+  ROCKSDB(
+      Map.of(
+          "spark.sql.streaming.stateStore.providerClass",
+          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+          "false")),
+  ROCKSDB_CHANGELOG(
+      Map.of(
+          "spark.sql.streaming.stateStore.providerClass",
+          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+          "true"));
 
   private final Map<String, String> conf;
 

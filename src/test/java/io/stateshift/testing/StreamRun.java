@@ -19,15 +19,16 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * A stream of device events in JSON files (one file per micro-batch), a stateful query over it,
- * and an exactly-once sink: each micro-batch is written to its own folder {@code batch=<id>} with
+ * A stream of device events in JSON files (one file per micro-batch), a stateful query over it, and
+ * an exactly-once sink: each micro-batch is written to its own folder {@code batch=<id>} with
  * overwrite, so a replayed batch replaces its earlier attempt instead of adding to it.
  */
 public final class StreamRun {
-  public static final StructType EVENT_SCHEMA = new StructType()
-      .add("eventId", DataTypes.StringType)
-      .add("device", DataTypes.StringType)
-      .add("ts", DataTypes.TimestampType);
+  public static final StructType EVENT_SCHEMA =
+      new StructType()
+          .add("eventId", DataTypes.StringType)
+          .add("device", DataTypes.StringType)
+          .add("ts", DataTypes.TimestampType);
   public static final long START_SECONDS = 1_700_000_000L;
 
   private final SparkSession spark;
@@ -54,8 +55,11 @@ public final class StreamRun {
     for (int i = 0; i < rows; i++) {
       String id = "e" + index + "-" + (i % Math.max(1, rows * 9 / 10)); // ~10% duplicates
       long ts = sliceStart + random.nextInt(240);
-      out.add(RowFactory.create(id, "device-" + random.nextInt(devices),
-          java.sql.Timestamp.from(java.time.Instant.ofEpochSecond(ts))));
+      out.add(
+          RowFactory.create(
+              id,
+              "device-" + random.nextInt(devices),
+              java.sql.Timestamp.from(java.time.Instant.ofEpochSecond(ts))));
     }
     writeFile(index, out);
   }
@@ -67,8 +71,13 @@ public final class StreamRun {
   public void writeFlush(int firstIndex) {
     for (int k = 0; k < 2; k++) {
       long ts = START_SECONDS + 1_000_000L + k;
-      writeFile(firstIndex + k, List.of(RowFactory.create("flush-" + k, "flush",
-          java.sql.Timestamp.from(java.time.Instant.ofEpochSecond(ts)))));
+      writeFile(
+          firstIndex + k,
+          List.of(
+              RowFactory.create(
+                  "flush-" + k,
+                  "flush",
+                  java.sql.Timestamp.from(java.time.Instant.ofEpochSecond(ts)))));
     }
   }
 
@@ -79,12 +88,20 @@ public final class StreamRun {
 
   private void writeFile(int index, List<Row> rows) {
     Path tmp = input.resolveSibling(input.getFileName() + "-tmp-" + index);
-    spark.createDataFrame(rows, EVENT_SCHEMA).coalesce(1).write().mode("overwrite").json(tmp.toString());
+    spark
+        .createDataFrame(rows, EVENT_SCHEMA)
+        .coalesce(1)
+        .write()
+        .mode("overwrite")
+        .json(tmp.toString());
     try {
       Files.createDirectories(input);
       try (var files = Files.list(tmp)) {
-        Path part = files.filter(p -> p.getFileName().toString().endsWith(".json")).findFirst()
-            .orElseThrow();
+        Path part =
+            files
+                .filter(p -> p.getFileName().toString().endsWith(".json"))
+                .findFirst()
+                .orElseThrow();
         Files.move(part, input.resolve(String.format("events-%04d.json", index)));
       }
       try (var walk = Files.walk(tmp)) {
@@ -96,26 +113,35 @@ public final class StreamRun {
   }
 
   /** Runs the query over all files present now (one file per batch) and returns its progress. */
-  public List<StreamingQueryProgress> runAvailable(StatefulQueries query, Path checkpoint,
-      Path sink, Map<String, String> sessionConf) {
+  public List<StreamingQueryProgress> runAvailable(
+      StatefulQueries query, Path checkpoint, Path sink, Map<String, String> sessionConf) {
     return runAvailable(query, checkpoint.toString(), sink, sessionConf);
   }
 
   /** The same, with the checkpoint at any Hadoop location (hdfs://...). */
-  public List<StreamingQueryProgress> runAvailable(StatefulQueries query, String checkpoint,
-      Path sink, Map<String, String> sessionConf) {
+  public List<StreamingQueryProgress> runAvailable(
+      StatefulQueries query, String checkpoint, Path sink, Map<String, String> sessionConf) {
     sessionConf.forEach((k, v) -> spark.conf().set(k, v));
     try {
-      Dataset<Row> events = spark.readStream().schema(EVENT_SCHEMA)
-          .option("maxFilesPerTrigger", 1).json(input.toString());
+      Dataset<Row> events =
+          spark
+              .readStream()
+              .schema(EVENT_SCHEMA)
+              .option("maxFilesPerTrigger", 1)
+              .json(input.toString());
       String sinkPath = sink.toString();
-      StreamingQuery running = query.apply(events).writeStream()
-          .outputMode(query.outputMode())
-          .option("checkpointLocation", checkpoint.toString())
-          .trigger(Trigger.AvailableNow())
-          .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, batchId) ->
-              batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
-          .start();
+      StreamingQuery running =
+          query
+              .apply(events)
+              .writeStream()
+              .outputMode(query.outputMode())
+              .option("checkpointLocation", checkpoint.toString())
+              .trigger(Trigger.AvailableNow())
+              .foreachBatch(
+                  (VoidFunction2<Dataset<Row>, Long>)
+                      (batch, batchId) ->
+                          batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + batchId))
+              .start();
       running.awaitTermination();
       awaitQueryEvents(spark);
       return List.of(running.recentProgress());
@@ -157,8 +183,9 @@ public final class StreamRun {
   public List<String> sinkRows(Path sink, StatefulQueries query) {
     Dataset<Row> all = spark.read().parquet(sink.toString());
     if (query.outputMode().equals("complete")) {
-      long last = ((Number) all.agg(org.apache.spark.sql.functions.max("batch")).first().get(0))
-          .longValue();
+      long last =
+          ((Number) all.agg(org.apache.spark.sql.functions.max("batch")).first().get(0))
+              .longValue();
       all = all.filter(org.apache.spark.sql.functions.col("batch").equalTo(last));
     }
     return all.drop("batch").collectAsList().stream().map(Row::toString).sorted().toList();

@@ -17,18 +17,19 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * A small stateful streaming application as users submit it with spark-submit: everything it
- * knows about stateshift comes from the submit's conf. It runs its query over the input present
- * and writes what it saw to a result file, one {@code key=value} a line.
+ * A small stateful streaming application as users submit it with spark-submit: everything it knows
+ * about stateshift comes from the submit's conf. It runs its query over the input present and
+ * writes what it saw to a result file, one {@code key=value} a line.
  *
  * <p>Arguments: input folder, checkpoint, sink folder, result file.
  */
 public final class SubmitApp {
   /** The events {@link StreamRun} writes; repeated so the app jar needs no other class. */
-  public static final StructType EVENT_SCHEMA = new StructType()
-      .add("eventId", DataTypes.StringType)
-      .add("device", DataTypes.StringType)
-      .add("ts", DataTypes.TimestampType);
+  public static final StructType EVENT_SCHEMA =
+      new StructType()
+          .add("eventId", DataTypes.StringType)
+          .add("device", DataTypes.StringType)
+          .add("ts", DataTypes.TimestampType);
 
   private SubmitApp() {}
 
@@ -38,17 +39,21 @@ public final class SubmitApp {
   }
 
   /** Runs the query to the end of the input present; returns its progress. */
-  public static List<StreamingQueryProgress> runAvailable(SparkSession spark, String input,
-      String checkpoint, String sink) throws Exception {
-    Dataset<Row> events = spark.readStream().schema(EVENT_SCHEMA)
-        .option("maxFilesPerTrigger", 1).json(input);
-    StreamingQuery running = query(events).writeStream()
-        .outputMode("complete")
-        .option("checkpointLocation", checkpoint)
-        .trigger(Trigger.AvailableNow())
-        .foreachBatch((VoidFunction2<Dataset<Row>, Long>) (batch, batchId) ->
-            batch.write().mode("overwrite").parquet(sink + "/batch=" + batchId))
-        .start();
+  public static List<StreamingQueryProgress> runAvailable(
+      SparkSession spark, String input, String checkpoint, String sink) throws Exception {
+    Dataset<Row> events =
+        spark.readStream().schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).json(input);
+    StreamingQuery running =
+        query(events)
+            .writeStream()
+            .outputMode("complete")
+            .option("checkpointLocation", checkpoint)
+            .trigger(Trigger.AvailableNow())
+            .foreachBatch(
+                (VoidFunction2<Dataset<Row>, Long>)
+                    (batch, batchId) ->
+                        batch.write().mode("overwrite").parquet(sink + "/batch=" + batchId))
+            .start();
     running.awaitTermination();
     return List.of(running.recentProgress());
   }
@@ -65,14 +70,17 @@ public final class SubmitApp {
         }
       }
       out.add("stateInstances=" + instances);
-      Long repartitionMs = progress.isEmpty() ? null
-          : progress.get(0).durationMs().get("controlBatch.REPARTITION");
+      Long repartitionMs =
+          progress.isEmpty() ? null : progress.get(0).durationMs().get("controlBatch.REPARTITION");
       out.add("repartitionMs=" + repartitionMs);
       if (spark.conf().getOption("spark.sql.catalog.stateshift").isDefined()) {
-        List<Row> layout = spark.sql("CALL stateshift.system.inspect_state(checkpoint => '"
-            + args[1] + "')").collectAsList();
-        out.add("inspectPartitions=" + layout.stream().map(r -> r.getAs("partitions"))
-            .distinct().toList());
+        List<Row> layout =
+            spark
+                .sql("CALL stateshift.system.inspect_state(checkpoint => '" + args[1] + "')")
+                .collectAsList();
+        out.add(
+            "inspectPartitions="
+                + layout.stream().map(r -> r.getAs("partitions")).distinct().toList());
         out.add("inspectStores=" + layout.size());
       }
       Files.write(Path.of(args[3]), out);
