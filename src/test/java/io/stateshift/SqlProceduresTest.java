@@ -118,19 +118,26 @@ class SqlProceduresTest {
 
     List<Row> history =
         call(sql, "CALL stateshift.system.state_history(checkpoint => '" + cp + "')");
-    assertThat(history).hasSize(2);
-    assertThat(history.stream().map(r -> r.<String>getAs("outcome")).sorted().toList())
-        .containsExactly("completed", "rolled_back");
+    // The first repartition (rolled back), its rollback, the second repartition; oldest first.
+    assertThat(history).hasSize(3);
+    assertThat(history.stream().map(r -> r.<String>getAs("kind")).toList())
+        .containsExactly("repartition", "rollback", "repartition");
+    assertThat(history.stream().map(r -> r.<Boolean>getAs("rolled_back")).toList())
+        .containsExactly(true, false, false);
     assertThat(history)
         .allSatisfy(
             r -> {
+              assertThat(r.<String>getAs("outcome")).isEqualTo("completed");
               assertThat(r.<Long>getAs("batch")).isEqualTo(committed + 1);
-              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(4);
-              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(8);
-              assertThat(r.<Long>getAs("state_rows_before")).isPositive();
               assertThat(r.<java.sql.Timestamp>getAs("started_at").toInstant())
                   .isAfter(java.time.Instant.now().minusSeconds(600));
             });
+    Row last = history.get(2);
+    assertThat(last.<Integer>getAs("from_partitions")).isEqualTo(4);
+    assertThat(last.<Integer>getAs("to_partitions")).isEqualTo(8);
+    assertThat(last.<Long>getAs("rows_moved")).isPositive();
+    assertThat(last.<Long>getAs("bytes_moved")).isPositive();
+    assertThat(last.<String>getAs("path")).isNotBlank();
 
     List<Row> verify = call(sql, "CALL stateshift.system.verify_state(checkpoint => '" + cp + "')");
     assertThat(verify)

@@ -44,21 +44,6 @@ final class RepartitionHistory {
         .max(Comparator.comparingLong(RepartitionJournal::newBatch));
   }
 
-  /** A record of the history folder: a repartition, and whether it was rolled back. */
-  record Entry(RepartitionJournal journal, boolean rolledBack) {}
-
-  /** Every record, rolled back or not, oldest first. */
-  static java.util.List<Entry> all(CheckpointFiles files) {
-    return files.list(files.path(RepartitionJournal.DIR + "/history")).stream()
-        .map(FileStatus::getPath)
-        .filter(p -> p.getName().endsWith(SUFFIX) || p.getName().endsWith(SUFFIX + ".rolledback"))
-        .map(p -> new Entry(read(files, p), !p.getName().endsWith(SUFFIX)))
-        .sorted(
-            Comparator.comparingLong((Entry e) -> e.journal().newBatch())
-                .thenComparingLong(e -> e.journal().startedAtMs()))
-        .toList();
-  }
-
   static void markRolledBack(CheckpointFiles files, RepartitionJournal journal) {
     Path record = path(files, journal);
     if (files.exists(record)) {

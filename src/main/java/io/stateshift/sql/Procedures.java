@@ -1,6 +1,7 @@
 package io.stateshift.sql;
 
 import io.stateshift.CheckpointReport;
+import io.stateshift.HistoryEntry;
 import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
@@ -9,7 +10,6 @@ import io.stateshift.VerificationReport;
 import io.stateshift.doctor.Doctor;
 import io.stateshift.doctor.DoctorReport;
 import io.stateshift.doctor.Finding;
-import io.stateshift.internal.RepartitionRecords;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
@@ -385,52 +385,64 @@ final class Procedures {
   }
 
   /**
-   * {@code state_history(checkpoint)}: one row per repartition recorded under {@code
-   * _stateshift/history}, oldest first, and one for an attempt still unfinished.
+   * {@code state_history(checkpoint)}: one row per repartition and rollback stateshift recorded for
+   * the checkpoint, oldest first (the rows of {@code stateshift history}).
    */
   static final class StateHistory extends StateShiftProcedure {
     StateHistory() {
       super(
           "state_history",
-          "Every repartition of the checkpoint: batch, from -> to, when, outcome (completed, "
-              + "rolled_back, or interrupted), rows counted before, backup location.",
+          "Every repartition and rollback of the checkpoint: when, from -> to, rows and bytes "
+              + "moved, duration, write path, application and user, outcome.",
           new StructType()
               .add("checkpoint", STRING, false)
+              .add("kind", STRING, false)
+              .add("outcome", STRING, false)
               .add("batch", LONG, false)
-              .add("base_batch", LONG, false)
+              .add("started_at", DataTypes.TimestampType)
+              .add("duration_ms", LONG, false)
               .add("from_partitions", INT, false)
               .add("to_partitions", INT, false)
-              .add("started_at", DataTypes.TimestampType, false)
-              .add("outcome", STRING, false)
-              .add("state_rows_before", LONG, false)
-              .add("backup_location", STRING)
-              .add("attempt_id", STRING, false),
+              .add("rows_moved", LONG, false)
+              .add("bytes_moved", LONG, false)
+              .add("path", STRING)
+              .add("application", STRING)
+              .add("user", STRING)
+              .add("rolled_back", DataTypes.BooleanType, false)
+              .add("message", STRING)
+              .add("attempt_id", STRING),
           CHECKPOINT);
     }
 
     @Override
     List<Object[]> run(SparkSession spark, Arguments args) {
       String checkpoint = args.required(0);
-      List<RepartitionRecords.Record> records = RepartitionRecords.read(spark, checkpoint);
+      List<HistoryEntry> entries = StateShift.get(spark).history(checkpoint);
       String qualified =
           io.stateshift.internal.CheckpointFiles.at(
                   checkpoint, io.stateshift.internal.SessionSettings.hadoopConf(spark))
               .root()
               .toString();
-      return records.stream()
+      return entries.stream()
           .map(
-              r ->
+              h ->
                   new Object[] {
                     qualified,
-                    r.batch(),
-                    r.baseBatch(),
-                    r.fromPartitions(),
-                    r.toPartitions(),
-                    r.startedAtMs() * 1000L,
-                    r.outcome(),
-                    r.rowsBefore(),
-                    r.backupLocation(),
-                    r.attemptId()
+                    h.kind().name().toLowerCase(java.util.Locale.ROOT),
+                    h.outcome().name().toLowerCase(java.util.Locale.ROOT),
+                    h.batch(),
+                    h.startedAt().map(t -> t.toEpochMilli() * 1000L).orElse(null),
+                    h.durationMs(),
+                    h.fromPartitions(),
+                    h.toPartitions(),
+                    h.rowsMoved(),
+                    h.bytesMoved(),
+                    h.path(),
+                    h.application(),
+                    h.user(),
+                    h.rolledBack(),
+                    h.message().orElse(null),
+                    h.attemptId()
                   })
           .toList();
     }
