@@ -62,7 +62,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   public void onQueryStarted(QueryStartedEvent event) {
     StreamExecution execution = execution(event.id());
     if (execution == null) {
-      return; // not a query of this session
+      return; // not a query of this SparkSession
     }
     String wanted = session.conf().get(STATE_PARTITIONS, null);
     try {
