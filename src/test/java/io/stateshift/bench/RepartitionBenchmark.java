@@ -152,7 +152,8 @@ public final class RepartitionBenchmark {
         --providers rocksdb,hdfs     also: rocksdb-changelog
         --directions 8:16,16:6       from:to partition counts
         --repeat 3                   timed runs per method (min and median reported)
-        --methods stateshift,builtin,replay,floor   also: ondemand,restart (restart the query
+        --methods stateshift,builtin,replay,floor   also: unchecked (stateshift without the
+                                     placement check), ondemand,restart (restart the query
                                      with spark.sql.streaming.stateStore.partitions set / unset)
         --cold                       also time fresh processes: ./stateshift repartition vs the
                                      built-in runner in a fresh java (slow)
@@ -427,6 +428,7 @@ public final class RepartitionBenchmark {
           Results.Run run =
               switch (method) {
                 case Results.STATESHIFT -> timeStateshift(c, master, rowsBefore);
+                case Results.UNCHECKED -> timeWithoutPlacementCheck(c, master, rowsBefore);
                 case Results.BUILTIN -> timeBuiltin(c, shape, master, rowsBefore);
                 case Results.REPLAY -> timeReplay(c, shape, provider, input);
                 case Results.FLOOR -> timeFloor(c, master);
@@ -489,6 +491,17 @@ public final class RepartitionBenchmark {
   }
 
   // ---- the four warm methods ----
+
+  /** stateshift with the placement check off (the switch it keeps for measuring only). */
+  private Results.Run timeWithoutPlacementCheck(
+      Results.Case c, Path master, Map<String, Long> rowsBefore) {
+    System.setProperty("stateshift.placementCheck", "false");
+    try {
+      return timeStateshift(c, master, rowsBefore);
+    } finally {
+      System.clearProperty("stateshift.placementCheck");
+    }
+  }
 
   private Results.Run timeStateshift(Results.Case c, Path master, Map<String, Long> rowsBefore) {
     Path copy = freshCopy(master);

@@ -22,9 +22,15 @@ final class Results {
   /** Plain restart of the query, no repartition: what {@link #ONDEMAND} costs beyond it. */
   static final String RESTART = "restart";
 
+  /**
+   * stateshift with the check of every key's old partition turned off: beside {@link #STATESHIFT}
+   * in one run, what the check costs.
+   */
+  static final String UNCHECKED = "unchecked";
+
   static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
   static final List<String> ALL_WARM =
-      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART);
+      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART, UNCHECKED);
 
   /** One timed run of one method. */
   static final class Run {
@@ -177,6 +183,7 @@ final class Results {
       ratios.put("stateshift/floor", finite(ratio(STATESHIFT, FLOOR)));
       ratios.put("coldBuiltin/coldStateshift", finite(ratio(COLD_BUILTIN, COLD_STATESHIFT)));
       ratios.put("(ondemand-restart)/stateshift", finite(onDemandOverCommand()));
+      ratios.put("stateshift/unchecked", finite(ratio(STATESHIFT, UNCHECKED)));
       m.put("ratiosOfMin", ratios);
       m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
       Map<String, Object> ms = new LinkedHashMap<>();
