@@ -79,9 +79,9 @@ public final class StateShift {
   /**
    * Every repartition and rollback stateshift recorded for the checkpoint (under {@code
    * _stateshift/history}), oldest first: when, from and to how many partitions, rows and bytes
-   * moved, how long, the write path, which application and user, and the outcome. Failures after
-   * the checkpoint's lock was taken are listed too; refusals are not, as they leave the checkpoint
-   * as it was. Read-only.
+   * moved, how long, the write path, which application and user, and the outcome. Failures that
+   * left an attempt for the next run to finish are listed too; refusals, and failures undone before
+   * the switch, are not, as they leave the checkpoint as it was. Read-only.
    */
   public java.util.List<HistoryEntry> history(String checkpointLocation) {
     return io.stateshift.internal.HistoryLog.read(

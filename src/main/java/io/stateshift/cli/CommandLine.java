@@ -224,8 +224,9 @@ final class CommandLine {
               """
           Lists every repartition and rollback stateshift recorded for the checkpoint (under
           _stateshift/history), oldest first: time, partitions from -> to, rows and bytes moved,
-          duration, write path, application and user, outcome. Failures after the checkpoint was
-          locked are listed too; refusals are not (they leave the checkpoint as it was). Read-only.
+          duration, write path, application and user, outcome. Failures that left an attempt for
+          the next run are listed too; refusals and failures undone before the switch are not
+          (they leave the checkpoint as it was). Read-only.
           """,
               withSpark(CHECKPOINT, JSON),
               "stateshift history --checkpoint /data/checkpoints/orders"),

@@ -22,10 +22,10 @@ import org.apache.spark.sql.SparkSession;
  * What happened to a checkpoint, for {@code stateshift history}: one JSON file per event under
  * {@code _stateshift/history/events/}, beside the repartition records rollback reads ({@link
  * RepartitionHistory}). A completed repartition's event is written in its FINALIZING phase, before
- * the journal goes, so a crash never loses it; a rollback's likewise. Failures after the lock was
- * taken are recorded best-effort. Refusals are not recorded: a refused attempt leaves the
- * checkpoint byte-for-byte as it was. Repartition records without an event (written by older
- * versions) are still listed, with the figures they hold.
+ * the journal goes, so a crash never loses it; a rollback's likewise. Failures that left an attempt
+ * for the next run are recorded best-effort. Refusals and failures undone before the switch are not
+ * recorded: they leave the checkpoint byte-for-byte as it was. Repartition records without an event
+ * (written by older versions) are still listed, with the figures they hold.
  */
 public final class HistoryLog {
   static final int VERSION = 1;

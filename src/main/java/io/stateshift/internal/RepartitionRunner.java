@@ -183,9 +183,10 @@ public final class RepartitionRunner {
         return writeNewLayout(checkpoint, layout, plan, phases, started);
       } catch (RuntimeException e) {
         StateShiftException failure = interrupted(e);
-        if (!failure.reason().isBadInput()) {
-          // Refusals (a damaged state file found while reading) leave the checkpoint untouched,
-          // their history included; a failure is worth a record.
+        if (!failure.reason().isBadInput() && attemptLeftBehind()) {
+          // A refusal, or a failure undone before the switch, leaves the checkpoint as it was,
+          // its history included ("the checkpoint was not changed" stays true); a failure that
+          // left an attempt for the next run to finish is worth a record.
           RepartitionJournal j = attempt;
           HistoryLog.failed(
               files,
@@ -201,6 +202,15 @@ public final class RepartitionRunner {
         }
         throw failure;
       }
+    }
+  }
+
+  /** Whether a failed attempt left its journal for the next run (it had begun the switch). */
+  private boolean attemptLeftBehind() {
+    try {
+      return RepartitionJournal.read(files).isPresent();
+    } catch (RuntimeException unreadable) {
+      return true;
     }
   }
 
