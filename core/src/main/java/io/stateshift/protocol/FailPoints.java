@@ -1,0 +1,64 @@
+package io.stateshift.protocol;
+
+import java.io.IOException;
+
+/**
+ * Named points between the write steps of a repartition, where tests stop the process the hard way
+ * ({@code -Dstateshift.failpoint=<name>}: SIGKILL, as a crash or an evicted container would). Tests
+ * that fail single file system operations use the names to group the operations into steps ({@link
+ * #observe}). Without the property and an observer every point is a no-op.
+ */
+public final class FailPoints {
+  public static final String PROPERTY = "stateshift.failpoint";
+  private static volatile java.util.function.Consumer<String> observer;
+
+  /** Every point, in the order a repartition reaches them. */
+  public static final java.util.List<String> ALL =
+      java.util.List.of(
+          "locked",
+          "journal-staging",
+          "staging-task",
+          "staged",
+          "journal-switching",
+          "offsets",
+          "publish-first-file",
+          "published",
+          "commit",
+          "journal-finalizing",
+          "metadata-v1",
+          "retired",
+          "history");
+
+  /** After the file sink log's entry for the new batch (reached only with a file sink). */
+  public static final String SINK_LOG = "sink-log";
+
+  private FailPoints() {}
+
+  /** Tells {@code listener} each point reached, in this JVM; null stops it. For tests. */
+  public static void observe(java.util.function.Consumer<String> listener) {
+    observer = listener;
+  }
+
+  public static void reached(String name) {
+    java.util.function.Consumer<String> listening = observer;
+    if (listening != null) {
+      listening.accept(name);
+    }
+    String armed = System.getProperty(PROPERTY);
+    if (armed == null || !armed.equals(name)) {
+      return;
+    }
+    System.err.println("stateshift: failpoint " + name + " reached, killing the process");
+    System.err.flush();
+    try {
+      new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid()))
+          .inheritIO()
+          .start()
+          .waitFor();
+      Thread.sleep(10_000);
+    } catch (IOException | InterruptedException e) {
+      // fall through to halt
+    }
+    Runtime.getRuntime().halt(137);
+  }
+}
