@@ -165,9 +165,11 @@ public final class StandaloneCluster implements AutoCloseable {
       Path path = Path.of(entry);
       String name = path.getFileName().toString();
       if (!name.endsWith(".jar") || !Files.isRegularFile(path)) {
-        continue; // target/classes and target/test-classes: stateshift's own
+        continue; // the modules' classes and test classes: stateshift's own
       }
-      if (name.contains("stateshift") || name.startsWith("surefire")) {
+      if (path.toAbsolutePath().startsWith(ProjectFiles.root())
+          || name.contains("stateshift")
+          || name.startsWith("surefire")) {
         continue;
       }
       String link = names.add(name) ? name : names.size() + "-" + name;
@@ -286,7 +288,7 @@ public final class StandaloneCluster implements AutoCloseable {
   private List<String> javaCommand(String heap) {
     return List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "@" + Path.of(System.getProperty("user.dir"), "spark-jvm.options"),
+        "@" + ProjectFiles.sparkJvmOptions(),
         "-Xmx" + heap,
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
