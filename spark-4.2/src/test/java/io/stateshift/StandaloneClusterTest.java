@@ -86,7 +86,7 @@ class StandaloneClusterTest {
     cluster =
         StandaloneCluster.start(
             base.resolve("spark"),
-            Path.of("target", "standalone-cluster").toAbsolutePath(),
+            AppJar.testClasses().resolveSibling("standalone-cluster"),
             FIRST_PORT,
             2);
   }

@@ -10,9 +10,18 @@ import java.util.jar.JarOutputStream;
 public final class AppJar {
   private AppJar() {}
 
+  /** The folder of the test classes, wherever the test JVM's working folder is. */
+  public static Path testClasses() {
+    try {
+      return Path.of(AppJar.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    } catch (java.net.URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Writes {@code jar} with the test classes of {@code app}'s package whose names start so. */
   public static Path of(Path jar, Class<?> app) throws IOException {
-    Path classes = Path.of("target/test-classes");
+    Path classes = testClasses();
     String folder = app.getPackageName().replace('.', '/');
     try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
         var files = Files.walk(classes.resolve(folder))) {
