@@ -4,7 +4,9 @@ import java.io.IOException;
 
 /**
  * Named points between the write steps of a repartition, where tests stop the process the hard way
- * ({@code -Dstateshift.failpoint=<name>}: SIGKILL, as a crash or an evicted container would). Tests
+ * ({@code -Dstateshift.failpoint=<name>}, or {@code spark.stateshift.failpoint=<name>} in Spark's
+ * conf, which reaches executors: SIGKILL, as a crash or an evicted container would). In a task,
+ * only the first attempt is killed, so that a retry on another executor can finish the job. Tests
  * that fail single file system operations use the names to group the operations into steps ({@link
  * #observe}). Without the property and an observer every point is a no-op.
  */
@@ -45,8 +47,16 @@ public final class FailPoints {
       listening.accept(name);
     }
     String armed = System.getProperty(PROPERTY);
+    if (armed == null) {
+      org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+      armed = env == null ? null : env.conf().get("spark." + PROPERTY, null);
+    }
     if (armed == null || !armed.equals(name)) {
       return;
+    }
+    org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+    if (task != null && (task.attemptNumber() > 0 || task.stageAttemptNumber() > 0)) {
+      return; // a retry: the crash already happened
     }
     System.err.println("stateshift: failpoint " + name + " reached, killing the process");
     System.err.flush();
