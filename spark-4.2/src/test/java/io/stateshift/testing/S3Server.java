@@ -57,7 +57,10 @@ public final class S3Server implements AutoCloseable {
 
   /** Starts a server with one empty bucket, its log and properties under {@code dir}. */
   public static S3Server start(Path dir) throws Exception {
-    Path jar = Path.of(System.getProperty("user.dir"), "target", "s3proxy", "s3proxy.jar");
+    // beside the test classes: <module>/target/test-classes -> <module>/target/s3proxy
+    Path testClasses =
+        Path.of(S3Server.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    Path jar = testClasses.getParent().resolve("s3proxy").resolve("s3proxy.jar");
     if (!Files.exists(jar)) {
       throw new IllegalStateException(
           jar + " is missing: the build copies it (mvn process-test-classes)");
