@@ -11,13 +11,31 @@ import java.util.Map;
  * @param phaseMillis wall time of each phase (validate, stage, switch, finalize), in order
  * @param batchId the batch id written for the repartition
  * @param totalMillis wall time of the whole repartition
+ * @param storeRequests requests sent to the checkpoint's store during the repartition, where its
+ *     file system counts them (S3A: every HTTP request of this process, by the driver and by tasks
+ *     that run in it); -1 where it does not
  */
 public record RepartitionResult(
     RepartitionPlan plan,
     List<StoreMove> stores,
     Map<String, Long> phaseMillis,
     long batchId,
-    long totalMillis) {
+    long totalMillis,
+    long storeRequests) {
+
+  public RepartitionResult(
+      RepartitionPlan plan,
+      List<StoreMove> stores,
+      Map<String, Long> phaseMillis,
+      long batchId,
+      long totalMillis) {
+    this(plan, stores, phaseMillis, batchId, totalMillis, -1);
+  }
+
+  /** The same result with the store's request count. */
+  public RepartitionResult withStoreRequests(long requests) {
+    return new RepartitionResult(plan, stores, phaseMillis, batchId, totalMillis, requests);
+  }
 
   /** Rows and bytes of one state store, before (read) and after (written) the repartition. */
   public record StoreMove(
@@ -60,6 +78,9 @@ public record RepartitionResult(
     out.append("  phases:");
     phaseMillis.forEach(
         (phase, ms) -> out.append(' ').append(phase).append('=').append(ms).append("ms"));
+    if (storeRequests >= 0) {
+      out.append(String.format("%n  store requests: %,d", storeRequests));
+    }
     return out.append('\n').toString();
   }
 }

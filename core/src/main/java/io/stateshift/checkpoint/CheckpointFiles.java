@@ -222,6 +222,12 @@ public final class CheckpointFiles {
       return;
     }
     if (fs.exists(to)) {
+      if (sameBytes(fs, from, fs, to)) {
+        // A move that copied but did not delete its source: a rename on an object store is a copy,
+        // then a delete, and a crash in between leaves both. Finish it.
+        fs.delete(from, false);
+        return;
+      }
       throw new IOException("Refusing to overwrite existing file " + to);
     }
     if (!fs.rename(from, to)) {
@@ -229,23 +235,81 @@ public final class CheckpointFiles {
     }
   }
 
+  /** Whether two files hold the same bytes: lengths first, then the contents. */
+  private static boolean sameBytes(FileSystem fsA, Path a, FileSystem fsB, Path b)
+      throws IOException {
+    FileStatus one;
+    FileStatus two;
+    try {
+      one = fsA.getFileStatus(a);
+      two = fsB.getFileStatus(b);
+    } catch (FileNotFoundException e) {
+      return false;
+    }
+    if (!one.isFile() || !two.isFile() || one.getLen() != two.getLen()) {
+      return false;
+    }
+    try (InputStream x = fsA.open(a);
+        InputStream y = fsB.open(b)) {
+      byte[] bx = new byte[64 * 1024];
+      byte[] by = new byte[64 * 1024];
+      while (true) {
+        int n = x.readNBytes(bx, 0, bx.length);
+        int m = y.readNBytes(by, 0, by.length);
+        if (n != m || !java.util.Arrays.equals(bx, 0, n, by, 0, m)) {
+          return false;
+        }
+        if (n < bx.length) {
+          return true;
+        }
+      }
+    }
+  }
+
   /**
-   * Moves a folder: one rename on the same file system, otherwise a copy then a delete of the
-   * source (a crash in between leaves both, and moving again completes it).
+   * Moves a folder, resumably: one rename on the same file system where the target does not exist
+   * yet, otherwise file by file. A rename of a folder on an object store is a copy, then a delete,
+   * file by file, so a crash can leave some files in both places, some in one: moving again
+   * finishes it, each file whose target already holds its bytes deleted at its source (see {@link
+   * #rename}). Across file systems: every file copied unless its target already holds the same
+   * bytes, then the source deleted (a target is never deleted first: it may hold the only whole
+   * copy).
    */
   public void moveTree(Path from, Path to) {
     try {
       FileSystem target = to.getFileSystem(conf);
-      if (target.getUri().equals(fs.getUri())) {
-        fs.mkdirs(to.getParent());
-        if (!fs.rename(from, to)) {
-          throw new IOException("Rename failed: " + from + " -> " + to);
+      if (target.getUri().equals(fs.getUri())
+          && from.getFileSystem(conf).getUri().equals(fs.getUri())) {
+        if (!fs.exists(to)) {
+          fs.mkdirs(to.getParent());
+          if (fs.rename(from, to)) {
+            return;
+          }
+          if (!fs.exists(to)) {
+            throw new IOException("Rename failed: " + from + " -> " + to);
+          }
         }
+        String prefix = from.toUri().getPath() + "/";
+        for (Path file : listFilesRecursively(from)) {
+          rename(file, new Path(to, file.toUri().getPath().substring(prefix.length())), false);
+        }
+        fs.delete(from, true);
         return;
       }
-      target.delete(to, true);
-      org.apache.hadoop.fs.FileUtil.copy(fs, from, target, to, false, conf);
-      fs.delete(from, true);
+      FileSystem source = from.getFileSystem(conf);
+      String prefix = from.toUri().getPath() + "/";
+      var walk = source.listFiles(from, true);
+      while (walk.hasNext()) {
+        Path file = walk.next().getPath();
+        if (isHadoopChecksum(file)) {
+          continue;
+        }
+        Path copy = new Path(to, file.toUri().getPath().substring(prefix.length()));
+        if (!sameBytes(source, file, target, copy)) {
+          org.apache.hadoop.fs.FileUtil.copy(source, file, target, copy, false, true, conf);
+        }
+      }
+      source.delete(from, true);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -183,6 +183,9 @@ public final class StateShiftCli {
       r.put("bytesMoved", result.bytesMoved());
       ObjectNode phases = r.putObject("phaseMillis");
       result.phaseMillis().forEach(phases::put);
+      if (result.storeRequests() >= 0) {
+        r.put("storeRequests", result.storeRequests());
+      }
       ArrayNode stores = r.putArray("stores");
       for (RepartitionResult.StoreMove m : result.stores()) {
         ObjectNode s = stores.addObject();

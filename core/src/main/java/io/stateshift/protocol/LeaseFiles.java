@@ -139,6 +139,10 @@ final class LeaseFiles {
         } catch (IOException e) {
           // The store's refusal (412 Precondition Failed; 409 when two conditional writes race)
           // arrives at close as a connector-specific exception: tell by what is there now.
+          if (refusedAsExisting(e)) {
+            return false; // there when the store decided, even if deleted since (a take-over
+            // marker)
+          }
           Optional<Read> there = read(files, path);
           if (there.isEmpty()) {
             throw e;
@@ -163,6 +167,24 @@ final class LeaseFiles {
         }
         return true;
     }
+  }
+
+  /**
+   * Whether a conditional PUT failed because the object existed: 412 Precondition Failed, or 409
+   * when two conditional writes of one key race (S3A passes the service's answer on in the
+   * message).
+   */
+  private static boolean refusedAsExisting(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      String message = String.valueOf(t.getMessage());
+      if (message.contains("Status Code: 412")
+          || message.contains("PreconditionFailed")
+          || message.contains("Status Code: 409")
+          || message.contains("ConditionalRequestConflict")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -147,6 +147,15 @@ public final class RepartitionRunner {
   }
 
   public RepartitionResult execute() {
+    long requestsBefore = StoreRequests.count(files.fs());
+    RepartitionResult result = executeCounted();
+    long requestsAfter = StoreRequests.count(files.fs());
+    return requestsBefore < 0 || requestsAfter < 0
+        ? result
+        : result.withStoreRequests(requestsAfter - requestsBefore);
+  }
+
+  private RepartitionResult executeCounted() {
     long started = System.currentTimeMillis();
     Map<String, Long> phases = new LinkedHashMap<>();
     Checkpoint checkpoint = Checkpoint.load(files);

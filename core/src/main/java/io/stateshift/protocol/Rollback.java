@@ -155,8 +155,8 @@ public final class Rollback {
       for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
         Path retired = new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p);
         Path live = files.path("state/" + op.id() + "/" + p);
-        if (files.exists(retired) && !files.exists(live)) {
-          files.moveTree(retired, live);
+        if (files.exists(retired)) {
+          files.moveTree(retired, live); // finishes a move a crash left half done
         }
       }
     }

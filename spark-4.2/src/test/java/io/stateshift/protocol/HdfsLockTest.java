@@ -59,7 +59,7 @@ class HdfsLockTest {
   }
 
   /** A lock of a process of this host that has exited. */
-  private static void writeDeadLock(CheckpointFiles files) throws Exception {
+  static void writeDeadLock(CheckpointFiles files) throws Exception {
     Process gone = new ProcessBuilder("true").start();
     gone.waitFor();
     FileSystem fs = files.fs();

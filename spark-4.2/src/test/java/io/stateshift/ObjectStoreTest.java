@@ -1,0 +1,146 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.protocol.CheckpointLock;
+import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.S3Server;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The checkpoint on a real S3 API (s3proxy on loopback, {@link S3Server}) through Hadoop's S3A
+ * connector, for each state store: a repartition up and one down, {@code verify}, a rollback that
+ * restores the layout byte for byte, the on-demand path at a query's start, and a second
+ * repartition refused while the lock is held; the query's whole output equals an uninterrupted
+ * run's.
+ */
+class ObjectStoreTest {
+  private static S3Server s3;
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  @BeforeAll
+  static void startS3(@TempDir Path dir) throws Exception {
+    s3 = S3Server.start(dir);
+    s3.applyTo(SparkTestSession.get().sparkContext().hadoopConfiguration());
+  }
+
+  @AfterAll
+  static void stopS3() throws Exception {
+    if (s3 != null) {
+      Configuration conf = SparkTestSession.get().sparkContext().hadoopConfiguration();
+      s3.fileSystem(conf).close();
+      s3.hadoopSettings().keySet().forEach(conf::unset);
+      s3.close();
+    }
+  }
+
+  @ParameterizedTest(name = "{0} state, checkpoint on s3a: 4 -> 6 -> 3, rollback, on-demand 3")
+  @EnumSource(
+      value = StateStores.class,
+      names = {"HDFS", "ROCKSDB", "ROCKSDB_CHANGELOG"})
+  void repartitionRollbackVerifyAndOnDemandOnS3(StateStores store) throws Exception {
+    String checkpoint = s3.uri("checkpoints/" + store.name().toLowerCase());
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = store.withPartitions(4);
+    run.writeEvents(0, 300, 30);
+    run.writeEvents(1, 300, 30);
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
+
+    assertASecondRepartitionIsRefusedWhileTheLockIsHeld(checkpoint);
+
+    RepartitionResult up =
+        StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute();
+    assertThat(up.plan().checkpoint()).startsWith("s3a://");
+    assertThat(up.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, up.batchId(), 6);
+    run.writeEvents(2, 300, 30);
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
+
+    // down, then rolled back: the layout of 6 comes back byte for byte
+    Map<String, String> beforeDown = withoutStateshiftFolder(digest(checkpoint));
+    StateShift.get(spark).repartitionState(checkpoint).toPartitions(3).execute();
+    VerificationReport verified = StateShift.get(spark).verify(checkpoint);
+    assertThat(verified.problems()).isEmpty();
+    assertThat(verified.partitions()).isEqualTo(3);
+    StateAssertions.assertMetadataReports(spark, checkpoint, 3);
+    assertThat(files(checkpoint).exists(files(checkpoint).path("state/0/5"))).isFalse();
+    RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(checkpoint);
+    assertThat(undone.toPartitions()).isEqualTo(6);
+    assertThat(withoutStateshiftFolder(digest(checkpoint))).isEqualTo(beforeDown);
+    assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
+
+    // the on-demand path: the query starts with 3 partitions set, and repartitions itself
+    Map<String, String> onDemand = new java.util.HashMap<>(conf);
+    onDemand.put(StateShiftExtensions.STATE_PARTITIONS, "3");
+    run.writeEvents(3, 300, 30);
+    run.writeFlush(4);
+    List<StreamingQueryProgress> last =
+        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, onDemand);
+    assertThat(StreamRun.stateInstances(last)).containsOnly(3L);
+    assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
+    assertThat(files(checkpoint).exists(files(checkpoint).path("_stateshift/journal"))).isFalse();
+    assertThat(files(checkpoint).exists(files(checkpoint).path("_stateshift/lock"))).isFalse();
+
+    StreamRun oracle = new StreamRun(spark, tmp.resolve("input"));
+    Path oracleSink = tmp.resolve("oracle-sink");
+    oracle.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        tmp.resolve("oracle-checkpoint"),
+        oracleSink,
+        StateStores.HDFS.withPartitions(2));
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .isNotEmpty()
+        .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
+  }
+
+  /** The lock is a conditional PUT on S3A: a second attempt stops and changes nothing. */
+  private void assertASecondRepartitionIsRefusedWhileTheLockIsHeld(String checkpoint)
+      throws Exception {
+    try (CheckpointLock held =
+        CheckpointLock.acquire(files(checkpoint), "repartition to 8", 600_000)) {
+      Map<String, String> before = digest(checkpoint);
+      assertThatThrownBy(
+              () -> StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute())
+          .isInstanceOf(StateShiftException.class)
+          .hasMessageContaining("is locked by")
+          .hasMessageContaining("(repartition to 8)");
+      assertThat(digest(checkpoint)).isEqualTo(before);
+    }
+  }
+
+  private CheckpointFiles files(String checkpoint) {
+    return CheckpointFiles.at(checkpoint, spark.sparkContext().hadoopConfiguration());
+  }
+
+  private Map<String, String> digest(String checkpoint) throws Exception {
+    FileSystem fs = s3.fileSystem(spark.sparkContext().hadoopConfiguration());
+    return CheckpointDigest.of(fs, new org.apache.hadoop.fs.Path(checkpoint));
+  }
+
+  private static Map<String, String> withoutStateshiftFolder(Map<String, String> digest) {
+    Map<String, String> out = new TreeMap<>(digest);
+    out.keySet().removeIf(k -> k.startsWith("_stateshift"));
+    return out;
+  }
+}
