@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.internal.FailPoints;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.FaultyFileSystem;
@@ -247,7 +248,7 @@ class CrashSafetyTest {
     FaultyFileSystem.reset(false);
     FaultyFileSystem.failAt(step, index);
     FailPoints.observe(FaultyFileSystem::step);
-    System.setProperty("stateshift.lockLeaseMs", Long.toString(LOCK_LEASE_MS));
+    spark.conf().set(StateShiftConf.LOCK_LEASE_MS.key(), Long.toString(LOCK_LEASE_MS));
     RuntimeException error = null;
     try {
       StateShift.get(spark)
@@ -259,7 +260,7 @@ class CrashSafetyTest {
       error = e;
     } finally {
       FailPoints.observe(null);
-      System.clearProperty("stateshift.lockLeaseMs");
+      spark.conf().unset(StateShiftConf.LOCK_LEASE_MS.key());
     }
     FaultyFileSystem.Operation failed = FaultyFileSystem.failed();
     assertThat(failed).as("the chosen operation ran and failed").isNotNull();
@@ -289,7 +290,8 @@ class CrashSafetyTest {
 
   private static List<String> killedAt(String point) {
     return List.of(
-        "-D" + FailPoints.PROPERTY + "=" + point, "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS);
+        "-D" + FailPoints.PROPERTY + "=" + point,
+        "-Dspark.stateshift.lock.leaseMs=" + LOCK_LEASE_MS);
   }
 
   private Path checkpoint() {

@@ -11,6 +11,7 @@ import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.VerificationReport;
 import io.stateshift.cli.CommandLine.Invocation;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.demo.DeviceCountsDemo;
 import java.io.PrintStream;
 import java.util.List;
@@ -467,7 +468,7 @@ public final class StateShiftCli {
       throw e;
     }
     if (ownSession) {
-      spark.sparkContext().setLogLevel(System.getProperty("stateshift.logLevel", "WARN"));
+      spark.sparkContext().setLogLevel(StateShiftConf.LOG_LEVEL.from(spark));
     }
     try {
       return body.apply(spark);

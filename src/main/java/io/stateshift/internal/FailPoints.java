@@ -1,15 +1,18 @@
 package io.stateshift.internal;
 
+import io.stateshift.config.StateShiftConf;
 import java.io.IOException;
+import org.apache.spark.SparkEnv;
 
 /**
  * Named points between the write steps of a repartition, where tests stop the process the hard way
- * ({@code -Dstateshift.failpoint=<name>}: SIGKILL, as a crash or an evicted container would). Tests
- * that fail single file system operations use the names to group the operations into steps ({@link
- * #observe}). Without the property and an observer every point is a no-op.
+ * ({@code spark.stateshift.test.failpoint=<name>} in the application's conf, e.g. {@code
+ * -Dspark.stateshift.test.failpoint=<name>}: SIGKILL, as a crash or an evicted container would).
+ * Tests that fail single file system operations use the names to group the operations into steps
+ * ({@link #observe}). Without the property and an observer every point is a no-op.
  */
 public final class FailPoints {
-  public static final String PROPERTY = "stateshift.failpoint";
+  public static final String PROPERTY = StateShiftConf.FAILPOINT.key();
   private static volatile java.util.function.Consumer<String> observer;
 
   /** Every point, in the order a repartition reaches them. */
@@ -44,8 +47,11 @@ public final class FailPoints {
     if (listening != null) {
       listening.accept(name);
     }
-    String armed = System.getProperty(PROPERTY);
-    if (armed == null || !armed.equals(name)) {
+    String armed =
+        SparkEnv.get() != null
+            ? StateShiftConf.FAILPOINT.inTask()
+            : StateShiftConf.FAILPOINT.onDriver();
+    if (!armed.equals(name)) {
       return;
     }
     System.err.println("stateshift: failpoint " + name + " reached, killing the process");

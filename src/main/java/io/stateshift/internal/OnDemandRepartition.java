@@ -3,6 +3,7 @@ package io.stateshift.internal;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.config.StateShiftConf;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -23,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * and commit logs, so a repartition done here is what the query then starts from.
  */
 public final class OnDemandRepartition extends StreamingQueryListener {
-  public static final String STATE_PARTITIONS = "spark.sql.streaming.stateStore.partitions";
+  public static final String STATE_PARTITIONS = StateShiftConf.STATE_PARTITIONS.key();
   public static final String PROGRESS_KEY = "controlBatch.REPARTITION";
   static final String INTERNAL_STATE_PARTITIONS =
       "spark.sql.streaming.internal.stateStore.partitions";

@@ -4,6 +4,7 @@ import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.config.StateShiftConf;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -482,7 +483,7 @@ public final class RepartitionRunner {
    * whole key under either setting).
    */
   private static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
-    if ("false".equals(System.getProperty(PLACEMENT_CHECK_PROPERTY))) {
+    if (!StateShiftConf.PLACEMENT_CHECK.onDriver()) {
       return Map.of(); // for measuring what the check costs (bench/README.md)
     }
     boolean strict =
@@ -513,9 +514,6 @@ public final class RepartitionRunner {
     }
     return modes;
   }
-
-  /** Set to false, the keys' placement is not checked: only to measure the check's cost. */
-  static final String PLACEMENT_CHECK_PROPERTY = "stateshift.placementCheck";
 
   private List<RepartitionResult.StoreMove> summarize(
       StateLayout layout, StateRedistributionJob.Outcome outcome) {

@@ -1,5 +1,6 @@
 package io.stateshift.internal;
 
+import io.stateshift.config.StateShiftConf;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -37,7 +38,7 @@ final class RocksDbDirectCommit {
   /**
    * {@code --conf spark.stateshift.rocksdb.directCommit=false} commits through Spark's provider.
    */
-  static final boolean ENABLED = SessionSettings.taskFlag("stateshift.rocksdb.directCommit", true);
+  static final boolean ENABLED = StateShiftConf.ROCKSDB_DIRECT_COMMIT.inTask();
 
   private RocksDbDirectCommit() {}
 

@@ -1,5 +1,6 @@
 package io.stateshift.internal;
 
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.internal.StateRedistributionJob.ReadOutcome;
 import io.stateshift.internal.StateRedistributionJob.StagedFile;
 import java.io.File;
@@ -63,14 +64,13 @@ final class RocksDbSstExchange {
   /**
    * Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}.
    */
-  static final String EXCHANGE_CONF = "spark.stateshift.rocksdb.exchange";
+  static final String EXCHANGE_CONF = StateShiftConf.ROCKSDB_EXCHANGE.key();
 
   /**
    * Whether a new partition's ingested files are compacted into one (on unless {@code
    * spark.stateshift.rocksdb.compactAfterIngest} is false).
    */
-  static final boolean COMPACT_AFTER_INGEST =
-      SessionSettings.taskFlag("stateshift.rocksdb.compactAfterIngest", true);
+  static final boolean COMPACT_AFTER_INGEST = StateShiftConf.ROCKSDB_COMPACT_AFTER_INGEST.inTask();
 
   private RocksDbSstExchange() {}
 
