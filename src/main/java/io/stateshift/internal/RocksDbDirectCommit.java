@@ -74,7 +74,7 @@ final class RocksDbDirectCommit {
           }
           timer.lap("ingest");
           if (compact) {
-            RocksDbSstExchange.compactionThreadsForEveryCore();
+            CompactionThreads.forEveryCore();
             db.compactRange();
             timer.lap("compact");
           }

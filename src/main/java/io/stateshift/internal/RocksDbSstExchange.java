@@ -28,11 +28,9 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 import org.rocksdb.DirectSlice;
-import org.rocksdb.Env;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.Options;
-import org.rocksdb.Priority;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
@@ -464,7 +462,7 @@ final class RocksDbSstExchange {
                   // One file instead of one per old partition: Spark's commit uploads, and the
                   // switch moves, every file, and reads of the restarted query merge fewer levels.
                   timer.lap("ingest");
-                  compactionThreadsForEveryCore();
+                  CompactionThreads.forEveryCore();
                   RocksDbInternals.nativeDb(db).compactRange();
                   timer.lap("compact");
                 }
@@ -498,18 +496,6 @@ final class RocksDbSstExchange {
       timer.lap("close");
       timer.report();
     }
-  }
-
-  /**
-   * RocksDB runs every instance's compactions, manual ones included, on one process-wide pool,
-   * which it sizes from {@code max_background_jobs} (one thread under Spark's settings). The write
-   * tasks compact many stores at once, so the pool gets a thread per core: otherwise those
-   * compactions queue behind each other on one core while the other cores wait. The pool only
-   * grows, and idle threads cost nothing.
-   */
-  static void compactionThreadsForEveryCore() {
-    Env.getDefault()
-        .incBackgroundThreadsIfNeeded(Runtime.getRuntime().availableProcessors(), Priority.LOW);
   }
 
   /**

@@ -452,6 +452,7 @@ final class StateRedistributionJob implements Serializable {
 
   /** First in every task of the job. */
   private void beginTask() {
+    CompactionThreads.untilThisTaskEnds();
     if (inProcessDeletes) {
       InProcessDeletes.untilThisTaskEnds();
     }
