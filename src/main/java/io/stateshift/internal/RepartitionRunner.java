@@ -135,6 +135,7 @@ public final class RepartitionRunner {
     return planOf(validate(checkpoint), Optional.empty());
   }
 
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   public RepartitionResult execute() {
     long started = System.currentTimeMillis();
     Map<String, Long> phases = new LinkedHashMap<>();
@@ -315,6 +316,7 @@ public final class RepartitionRunner {
    * Finishes or undoes an interrupted attempt, if there is one, and does nothing else. Returns what
    * was done.
    */
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   public Optional<String> recoverInterrupted() {
     Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
     if (pending.isEmpty()) {
