@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.internal.FailPoints;
+import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.FaultyFileSystem;
 import io.stateshift.testing.RunningQueryMain;
@@ -12,10 +13,8 @@ import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
@@ -307,8 +306,8 @@ class CrashSafetyTest {
     Path base = base(store);
     caseStarted = System.currentTimeMillis();
     tmp = Files.createTempDirectory(shared, "case");
-    copyTree(base.resolve("checkpoint"), checkpoint());
-    copyTree(base.resolve("sink"), tmp.resolve("sink"));
+    CheckpointTrees.copyWithoutChecksums(base.resolve("checkpoint"), checkpoint());
+    CheckpointTrees.copyWithoutChecksums(base.resolve("sink"), tmp.resolve("sink"));
     resetInput();
     return new StreamRun(spark, input());
   }
@@ -416,27 +415,5 @@ class CrashSafetyTest {
   private String relative(String path) {
     int at = path.indexOf("/checkpoint/");
     return at < 0 ? path : path.substring(at + "/checkpoint/".length());
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    try (Stream<Path> walk = Files.walk(from)) {
-      walk.forEach(
-          p -> {
-            try {
-              Path target = to.resolve(from.relativize(p).toString());
-              String name = p.getFileName().toString();
-              if (Files.isDirectory(p)) {
-                Files.createDirectories(target);
-              } else if (!(name.startsWith(".") && name.endsWith(".crc"))) {
-                // Hadoop's local checksum side files are left out: faulty:// writes through the raw
-                // local file system, which would leave them stale for the checksummed file://
-                // reads.
-                Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
-              }
-            } catch (IOException e) {
-              throw new UncheckedIOException(e);
-            }
-          });
-    }
   }
 }
