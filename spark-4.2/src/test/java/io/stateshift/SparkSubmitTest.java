@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.testing.ProjectFiles;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StreamRun;
 import io.stateshift.testing.SubmitApp;
@@ -128,7 +129,15 @@ class SparkSubmitTest {
     Path dir = repo.resolve("io/stateshift").resolve(artifact).resolve(version);
     Files.createDirectories(dir);
     Files.copy(libraryJar, dir.resolve(artifact + "-" + version + ".jar"));
-    Files.copy(Path.of("pom.xml"), dir.resolve(artifact + "-" + version + ".pom"));
+    // the POM `mvn install` publishes (the bundled core left out), and its parent's
+    Files.copy(
+        Path.of("target/dependency-reduced-pom.xml"),
+        dir.resolve(artifact + "-" + version + ".pom"));
+    Path parent = repo.resolve("io/stateshift/stateshift-parent").resolve(version);
+    Files.createDirectories(parent);
+    Files.copy(
+        ProjectFiles.root().resolve("pom.xml"),
+        parent.resolve("stateshift-parent-" + version + ".pom"));
     return repo;
   }
 
@@ -159,7 +168,7 @@ class SparkSubmitTest {
         new ArrayList<>(
             List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "@" + Path.of("spark-jvm.options").toAbsolutePath(),
+                "@" + ProjectFiles.sparkJvmOptions(),
                 "-Xmx1g",
                 "-XX:TieredStopAtLevel=1",
                 "-Duser.home=" + home,
@@ -192,10 +201,7 @@ class SparkSubmitTest {
   private static String sparkClassPath() {
     List<String> entries =
         Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
-            .filter(
-                e ->
-                    !e.endsWith("target" + File.separator + "classes")
-                        && !e.endsWith("target" + File.separator + "test-classes"))
+            .filter(e -> !Path.of(e).toAbsolutePath().startsWith(ProjectFiles.root()))
             .toList();
     assertThat(entries).noneMatch(e -> e.contains("stateshift") && e.endsWith(".jar"));
     return String.join(File.pathSeparator, entries);

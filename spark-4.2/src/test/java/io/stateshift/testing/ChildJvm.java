@@ -35,7 +35,7 @@ public final class ChildJvm {
       Path log, List<String> systemProperties, String mainClass, String... args) throws Exception {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.add("@" + Path.of(System.getProperty("user.dir"), "spark-jvm.options"));
+    command.add("@" + ProjectFiles.sparkJvmOptions());
     command.add("-Xmx1g");
     command.add("-XX:TieredStopAtLevel=1");
     command.add("-XX:+UseSerialGC");

@@ -564,7 +564,8 @@ public final class StateShiftConf {
         .append(
             "<!-- Generated from io.stateshift.config.StateShiftConf; do not edit. Regenerate:\n")
         .append(
-            "     mvn test -Dtest=ConfigurationReferenceTest -Dstateshift.writeReference=true -->\n\n")
+            "     mvn test -Dtest=ConfigurationReferenceTest -Dsurefire.failIfNoSpecifiedTests=false \\\n"
+                + "       -Dstateshift.writeReference=true -->\n\n")
         .append(
             "Every setting stateshift reads. Settings are Spark conf entries (`--conf key=value`,")
         .append(" `spark-defaults.conf`,\n`spark.conf().set(...)`, or `-Dkey=value` on the")

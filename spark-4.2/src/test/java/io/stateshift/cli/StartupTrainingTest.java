@@ -2,6 +2,7 @@ package io.stateshift.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.testing.ProjectFiles;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -33,10 +34,9 @@ class StartupTrainingTest {
     Process training =
         new ProcessBuilder(
                 java(),
-                "@" + Path.of("spark-jvm.options").toAbsolutePath(),
+                "@" + ProjectFiles.sparkJvmOptions(),
                 "-Xmx1g",
-                "-Dlog4j2.configurationFile="
-                    + Path.of("src/main/resources/stateshift-log4j2.properties").toAbsolutePath(),
+                "-Dlog4j2.configurationFile=" + ProjectFiles.cliLogSettings(),
                 "-XX:ArchiveClassesAtExit=" + archive,
                 "-cp",
                 classPath,

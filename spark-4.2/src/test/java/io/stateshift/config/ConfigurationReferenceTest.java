@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -39,14 +40,17 @@ class ConfigurationReferenceTest {
     Set<String> declared = new HashSet<>();
     StateShiftConf.all().forEach(setting -> declared.add(setting.key()));
     Pattern key = Pattern.compile("\"(spark\\.stateshift\\.[A-Za-z0-9.]+[A-Za-z0-9])\"");
-    Path main = ConfigurationReference.file().getParent().getParent().resolve("src/main/java");
     Set<String> undeclared = new HashSet<>();
-    try (Stream<Path> files = Files.walk(main)) {
-      for (Path source : files.filter(p -> p.toString().endsWith(".java")).toList()) {
-        Matcher m = key.matcher(Files.readString(source));
-        while (m.find()) {
-          if (!declared.contains(m.group(1)) && !m.group(1).endsWith(".")) {
-            undeclared.add(m.group(1) + " (" + source.getFileName() + ")");
+    List<Path> roots = ConfigurationReference.mainSources();
+    assertThat(roots).isNotEmpty();
+    for (Path main : roots) {
+      try (Stream<Path> files = Files.walk(main)) {
+        for (Path source : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+          Matcher m = key.matcher(Files.readString(source));
+          while (m.find()) {
+            if (!declared.contains(m.group(1))) {
+              undeclared.add(m.group(1) + " (" + source.getFileName() + ")");
+            }
           }
         }
       }

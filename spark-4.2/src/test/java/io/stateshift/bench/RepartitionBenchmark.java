@@ -216,7 +216,9 @@ public final class RepartitionBenchmark {
     environment.put("inputFiles", options.files());
     String commit = git("rev-parse", "--short", "HEAD").trim();
     environment.put("gitCommit", commit.isEmpty() ? "unknown commit" : commit);
-    String status = git("status", "--porcelain", "--untracked-files=no", "src/main").trim();
+    String status =
+        git("status", "--porcelain", "--untracked-files=no", "core/src/main", "spark-4.2/src/main")
+            .trim();
     environment.put("gitDirty", !status.isEmpty());
     environment.put(
         "gitModifiedMainFiles",
@@ -770,7 +772,7 @@ public final class RepartitionBenchmark {
             "@" + projectDir.resolve("spark-jvm.options"),
             "-Xmx" + options.coldHeap(),
             "-Dlog4j2.configurationFile="
-                + projectDir.resolve("src/main/resources/stateshift-log4j2.properties"),
+                + projectDir.resolve("core/src/main/resources/stateshift-log4j2.properties"),
             "-cp",
             System.getProperty("java.class.path"),
             BuiltinRepartitionMain.class.getName(),

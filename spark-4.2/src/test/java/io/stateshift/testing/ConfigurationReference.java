@@ -7,13 +7,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Writes {@code docs/configuration.md} from {@link StateShiftConf}: {@code mvn -o test
- * -Dtest=ConfigurationReferenceTest -Dstateshift.writeReference=true}, or this main.
+ * Writes {@code docs/configuration.md} from {@link StateShiftConf}: {@link #REGENERATE}, or this
+ * main.
  */
 public final class ConfigurationReference {
   /** How to regenerate the reference, for failure messages. */
   public static final String REGENERATE =
-      "mvn -o test -Dtest=ConfigurationReferenceTest -Dstateshift.writeReference=true";
+      "mvn test -Dtest=ConfigurationReferenceTest -Dsurefire.failIfNoSpecifiedTests=false"
+          + " -Dstateshift.writeReference=true";
 
   private ConfigurationReference() {}
 
@@ -26,6 +27,17 @@ public final class ConfigurationReference {
       }
     }
     throw new IllegalStateException("No docs/architecture.md in " + dir + " or above");
+  }
+
+  /** The {@code src/main/java} folders of every module. */
+  public static java.util.List<Path> mainSources() throws IOException {
+    try (java.util.stream.Stream<Path> modules = Files.list(file().getParent().getParent())) {
+      return modules
+          .map(module -> module.resolve("src/main/java"))
+          .filter(Files::isDirectory)
+          .sorted()
+          .toList();
+    }
   }
 
   public static void write() throws IOException {
