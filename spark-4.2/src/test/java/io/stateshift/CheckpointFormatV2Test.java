@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.stateshift.internal.FailPoints;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;

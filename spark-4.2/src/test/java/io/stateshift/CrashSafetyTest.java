@@ -2,7 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.stateshift.internal.FailPoints;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.FaultyFileSystem;

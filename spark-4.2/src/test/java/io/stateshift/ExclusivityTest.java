@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.cli.StateShiftCli;
-import io.stateshift.internal.CheckpointFiles;
-import io.stateshift.internal.CheckpointLock;
+import io.stateshift.protocol.CheckpointLock;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.RunningQueryMain;

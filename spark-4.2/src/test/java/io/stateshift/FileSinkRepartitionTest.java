@@ -7,7 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.doctor.DoctorReport;
 import io.stateshift.doctor.Finding;
-import io.stateshift.internal.FailPoints;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.SparkTestSession;

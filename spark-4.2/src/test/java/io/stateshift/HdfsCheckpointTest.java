@@ -3,8 +3,8 @@ package io.stateshift;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.stateshift.internal.CheckpointFiles;
-import io.stateshift.internal.CheckpointLock;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.protocol.CheckpointLock;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;

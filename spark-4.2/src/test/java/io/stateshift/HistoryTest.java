@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.HistoryEntry.Kind;
 import io.stateshift.HistoryEntry.Outcome;
-import io.stateshift.internal.FailPoints;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.FaultyFileSystem;
 import io.stateshift.testing.SparkTestSession;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.StateShiftException.Reason;
-import io.stateshift.internal.FailPoints;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.FaultyFileSystem;

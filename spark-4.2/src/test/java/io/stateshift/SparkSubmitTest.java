@@ -131,8 +131,7 @@ class SparkSubmitTest {
     Files.copy(libraryJar, dir.resolve(artifact + "-" + version + ".jar"));
     // the POM `mvn install` publishes (the bundled core left out), and its parent's
     Files.copy(
-        Path.of("target/dependency-reduced-pom.xml"),
-        dir.resolve(artifact + "-" + version + ".pom"));
+        Path.of("dependency-reduced-pom.xml"), dir.resolve(artifact + "-" + version + ".pom"));
     Path parent = repo.resolve("io/stateshift/stateshift-parent").resolve(version);
     Files.createDirectories(parent);
     Files.copy(

@@ -419,8 +419,8 @@ final class Procedures {
       String checkpoint = args.required(0);
       List<HistoryEntry> entries = StateShift.get(spark).history(checkpoint);
       String qualified =
-          io.stateshift.internal.CheckpointFiles.at(
-                  checkpoint, io.stateshift.internal.SessionSettings.hadoopConf(spark))
+          io.stateshift.checkpoint.CheckpointFiles.at(
+                  checkpoint, io.stateshift.checkpoint.SessionSettings.hadoopConf(spark))
               .root()
               .toString();
       return entries.stream()

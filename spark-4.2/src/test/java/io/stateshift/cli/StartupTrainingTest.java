@@ -4,15 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.testing.ProjectFiles;
 import java.io.File;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -30,7 +26,7 @@ class StartupTrainingTest {
   void trainingRunsEveryCommandAndLeavesAnArchiveAJvmCanMap() throws Exception {
     Path archive = tmp.resolve("classes.jsa");
     Path log = tmp.resolve("training.log");
-    String classPath = jarsOnly(tmp.resolve("stateshift.jar"));
+    String classPath = jarsOnly();
     Process training =
         new ProcessBuilder(
                 java(),
@@ -69,22 +65,15 @@ class StartupTrainingTest {
     return Path.of(System.getProperty("java.home"), "bin", "java").toString();
   }
 
-  /** The test class path with the main classes folder as a jar, and without the test classes. */
-  private static String jarsOnly(Path jar) throws IOException {
-    Path classes =
-        Path.of(
-            StartupTraining.class.getProtectionDomain().getCodeSource().getLocation().getPath());
-    try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
-        Stream<Path> files = Files.walk(classes)) {
-      for (Path file : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-        out.putNextEntry(new JarEntry(classes.relativize(file).toString().replace('\\', '/')));
-        Files.copy(file, out);
-        out.closeEntry();
-      }
-    }
-    List<String> path = new ArrayList<>(List.of(jar.toString()));
+  /**
+   * The library jar Maven built before the tests (the core and the Spark line, as the command line
+   * runs them), then every jar of the test class path that is not built here.
+   */
+  private static String jarsOnly() {
+    List<String> path = new ArrayList<>(List.of(System.getProperty("stateshift.libraryJar")));
     for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-      if (entry.endsWith(".jar")) {
+      if (entry.endsWith(".jar")
+          && !Path.of(entry).toAbsolutePath().startsWith(ProjectFiles.root())) {
         path.add(entry);
       }
     }

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.StateShift;
 import io.stateshift.cli.StateShiftCli;
-import io.stateshift.internal.FailPoints;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.QueryRunner;
 import io.stateshift.testing.SparkTestSession;

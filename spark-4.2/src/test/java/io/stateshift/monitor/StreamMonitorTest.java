@@ -4,7 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.Metric;
-import io.stateshift.internal.MonitorMetrics;
+import io.stateshift.monitor.internal.MonitorMetrics;
+import io.stateshift.spark.MetricsSource;
 import io.stateshift.testing.SparkTestSession;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -234,8 +235,8 @@ class StreamMonitorTest {
     assertThat(alert.message()).contains("operator 0 (dedupe)").contains("watermark");
 
     // The metrics, as Spark's metrics system (and so every configured sink) holds them.
-    assertThat(MonitorMetrics.registeredBySourceName()).isTrue();
-    Map<String, Metric> inSpark = MonitorMetrics.registeredInSpark();
+    assertThat(MetricsSource.registeredBySourceName(MonitorMetrics.SOURCE_NAME)).isTrue();
+    Map<String, Metric> inSpark = MetricsSource.registeredInSpark(MonitorMetrics.SOURCE_NAME);
     String rowsGauge =
         inSpark.keySet().stream()
             .filter(n -> n.endsWith(".stateshift.dedup_forever.operator0_dedupe.stateRows"))
@@ -338,7 +339,7 @@ class StreamMonitorTest {
               .start();
       Alert alert = awaitAlert(AlertType.BACKLOG_GROWTH, 180_000);
       assertThat(alert.message()).contains("grew for 3 batches in a row");
-      Map<String, Metric> inSpark = MonitorMetrics.registeredInSpark();
+      Map<String, Metric> inSpark = MetricsSource.registeredInSpark(MonitorMetrics.SOURCE_NAME);
       String outstanding =
           inSpark.keySet().stream()
               .filter(n -> n.endsWith(".stateshift.backlog.source0.numFilesOutstanding"))
@@ -417,7 +418,7 @@ class StreamMonitorTest {
             .set("spark.stateshift.monitor.idleTimeoutMs", "0");
     // The same call Spark's StreamingQueryManager makes for that setting.
     List<StreamingQueryListener> listeners =
-        io.stateshift.internal.SparkCalls.loadStreamingQueryListeners(conf);
+        io.stateshift.spark.SparkCalls.loadStreamingQueryListeners(conf);
     assertThat(listeners).singleElement().isInstanceOf(StreamMonitor.class);
     StreamMonitor created = (StreamMonitor) listeners.get(0);
     assertThat(created.settings().consecutiveBatches()).isEqualTo(7);

@@ -1,6 +1,6 @@
 package io.stateshift.testing;
 
-import io.stateshift.internal.CheckpointLock;
+import io.stateshift.protocol.CheckpointLock;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.URI;

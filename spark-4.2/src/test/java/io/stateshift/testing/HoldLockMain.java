@@ -1,7 +1,7 @@
 package io.stateshift.testing;
 
-import io.stateshift.internal.CheckpointFiles;
-import io.stateshift.internal.CheckpointLock;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.protocol.CheckpointLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.apache.hadoop.conf.Configuration;

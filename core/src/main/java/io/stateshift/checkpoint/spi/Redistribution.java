@@ -1,0 +1,34 @@
+package io.stateshift.checkpoint.spi;
+
+import io.stateshift.checkpoint.PlacementCheck;
+import java.io.Serializable;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+
+/** The Spark job that writes a layout's state into the new partition count. */
+public interface Redistribution {
+
+  /**
+   * Counts of one partition of one store, read or written; for a written one under state checkpoint
+   * format v2, the unique id of the version it committed (else null).
+   */
+  record PartitionCount(int slot, int partition, long rows, long bytes, String checkpointId)
+      implements Serializable {}
+
+  /**
+   * What the job moved, per store partition on each side, and what the placement check could not
+   * verify ({@link PlacementCheck.Mode#SUBSET_ALLOWED}), one line per store partition.
+   */
+  record Outcome(
+      List<PartitionCount> read, List<PartitionCount> written, List<String> unverifiedPlacement) {}
+
+  /** How each store slot's keys are checked against the partition the old count gives them. */
+  Redistribution checkPlacement(Map<Integer, PlacementCheck.Mode> modes);
+
+  /** The write path the job takes, as progress output names it. */
+  String writeStrategy(SparkSession spark);
+
+  /** Runs the job: every new partition of every store staged, none published. */
+  Outcome run(SparkSession spark);
+}

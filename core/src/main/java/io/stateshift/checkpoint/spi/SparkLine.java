@@ -1,0 +1,97 @@
+package io.stateshift.checkpoint.spi;
+
+import com.codahale.metrics.MetricRegistry;
+import io.stateshift.RepartitionResult;
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.StateCheckpointIds;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StatefulOperator;
+import io.stateshift.checkpoint.StoreSpec;
+import java.io.IOException;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionBuilder;
+import org.apache.spark.sql.SparkSessionExtensions;
+
+/**
+ * Everything stateshift needs from one Spark line that Spark's public API does not offer: reading
+ * state schemas and stores, the state exchanges, the file sink's log, and hooks into a running
+ * session. The core calls Spark only through its public API and this interface; each supported
+ * Spark line has a module that implements it (found with {@link SparkLines#get()}), so a new Spark
+ * line is a new implementation, not a change to the core.
+ */
+public interface SparkLine {
+
+  /** The Spark line this implementation is built for, such as {@code 4.2}. */
+  String sparkLine();
+
+  /**
+   * A builder of this Spark line's own session class: {@code SparkSession.builder()} first picks an
+   * implementation (classic or Connect) with Scala's runtime reflection, 0.2-0.45 s of CPU in a
+   * fresh JVM that no command needs otherwise.
+   */
+  SparkSessionBuilder sessionBuilder();
+
+  /** The Hadoop configuration of a session, as Spark's own file sources use it. */
+  Configuration hadoopConf(SparkSession spark);
+
+  /** Attaches the on-demand repartition to sessions built with these extensions. */
+  void installExtensions(SparkSessionExtensions extensions);
+
+  /** The last on-demand repartition of a query in this application, if one happened. */
+  Optional<RepartitionResult> lastRepartition(UUID queryId);
+
+  /** Reads and validates the state layout of a checkpoint at its last committed batch. */
+  StateLayout readLayout(SparkSession spark, Checkpoint checkpoint, LayoutReading reading);
+
+  /**
+   * The operator a checkpoint written without operator metadata (before Spark 3.5) has under {@code
+   * state/<operatorId>}, derived from its files and schema.
+   */
+  StatefulOperator deriveOperator(CheckpointFiles files, long operatorId);
+
+  /** Where a store's state version id sits in a partition's ids (checkpoint format v2). */
+  int checkpointIdPosition(String storeName);
+
+  /** How many leading key columns place a store's keys in partitions. */
+  int partitionKeyColumns(StoreSpec store);
+
+  /** Rows, bytes and misplaced keys of every store partition at the last committed batch. */
+  default List<StateCount> countState(SparkSession spark, StateLayout layout) {
+    return countState(spark, layout, layout.lastCommitted() + 1, layout.checkpointIds());
+  }
+
+  /** Rows, bytes and misplaced keys of every store partition at one state version. */
+  List<StateCount> countState(
+      SparkSession spark, StateLayout layout, long version, StateCheckpointIds checkpointIds);
+
+  /** The job that writes the layout's state into {@code newPartitions} under {@code stagingDir}. */
+  Redistribution redistribution(StateLayout layout, String stagingDir, int newPartitions);
+
+  /** The log of the file sink writing to {@code location}. */
+  SinkLog sinkLog(SparkSession spark, String location, Configuration conf);
+
+  /** Refuses when a query of this application, or a recent writer, runs on the checkpoint. */
+  void refuseIfRunning(
+      SparkSession spark,
+      CheckpointFiles files,
+      UUID startingQuery,
+      boolean assumeStopped,
+      String action);
+
+  /** What the monitor needs to know of a running query of the active session. */
+  Optional<StreamingQueryInfo> describeQuery(UUID queryId);
+
+  /**
+   * Registers a metrics registry as a source of the driver's metrics system, once per Spark
+   * application (again after a new one starts), so that every configured sink exports it.
+   */
+  void registerMetrics(String sourceName, MetricRegistry registry);
+
+  /** Loads what a command's first checkpoint access needs, on a thread of its own at start. */
+  void warmUpCommandLine() throws IOException;
+}

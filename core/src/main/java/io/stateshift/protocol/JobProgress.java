@@ -1,0 +1,119 @@
+package io.stateshift.protocol;
+
+import io.stateshift.config.StateShiftConf;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.sql.SparkSession;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Reports task progress of the jobs stateshift runs, as "reading 3/8" lines, at most twice a
+ * second, and counts their running tasks: when a job fails, Spark returns at the first failed task
+ * while its other tasks go on writing their staged files, so whoever removes the attempt's files
+ * waits for them first ({@link #cancelAndAwaitTasks}).
+ */
+final class JobProgress extends SparkListener implements AutoCloseable {
+
+  private final SparkSession spark;
+  private final String jobGroup;
+  private final Consumer<String> sink;
+  private final Map<Integer, String> stageNames = new ConcurrentHashMap<>();
+  private final Map<Integer, Integer> stageTotals = new ConcurrentHashMap<>();
+  private final Map<Integer, AtomicInteger> stageDone = new ConcurrentHashMap<>();
+  private volatile long lastReport;
+  private final AtomicInteger running = new AtomicInteger();
+
+  JobProgress(SparkSession spark, String jobGroup, Consumer<String> sink) {
+    this.spark = spark;
+    this.jobGroup = jobGroup;
+    this.sink = sink;
+    spark.sparkContext().addSparkListener(this);
+  }
+
+  @Override
+  public void onJobStart(SparkListenerJobStart jobStart) {
+    String group =
+        jobStart.properties() == null
+            ? null
+            : jobStart.properties().getProperty("spark.jobGroup.id");
+    if (!jobGroup.equals(group)) {
+      return;
+    }
+    int lowest = Integer.MAX_VALUE;
+    for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
+      lowest = Math.min(lowest, stage.stageId());
+    }
+    for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
+      boolean first = stage.stageId() == lowest && jobStart.stageInfos().size() > 1;
+      stageNames.put(
+          stage.stageId(), first ? "reading state partitions" : "writing state partitions");
+      stageTotals.put(stage.stageId(), stage.numTasks());
+      stageDone.put(stage.stageId(), new AtomicInteger());
+    }
+  }
+
+  @Override
+  public void onTaskStart(SparkListenerTaskStart taskStart) {
+    if (stageDone.containsKey(taskStart.stageId())) {
+      running.incrementAndGet();
+    }
+  }
+
+  @Override
+  public void onTaskEnd(SparkListenerTaskEnd taskEnd) {
+    AtomicInteger done = stageDone.get(taskEnd.stageId());
+    if (done == null) {
+      return;
+    }
+    running.decrementAndGet();
+    int now = done.incrementAndGet();
+    int total = stageTotals.get(taskEnd.stageId());
+    long time = System.currentTimeMillis();
+    if (now == total || time - lastReport > 500) {
+      lastReport = time;
+      sink.accept(stageNames.get(taskEnd.stageId()) + ": " + now + "/" + total);
+    }
+  }
+
+  /**
+   * After a failed job: cancels the rest of the group and returns once none of its tasks runs any
+   * more (a task started is counted once the listener bus has delivered its start). Returns false
+   * if some still ran after {@code spark.stateshift.taskDrainMs} ms.
+   */
+  boolean cancelAndAwaitTasks() {
+    spark.sparkContext().cancelJobGroup(jobGroup);
+    long deadline = System.currentTimeMillis() + StateShiftConf.TASK_DRAIN_MS.from(spark);
+    while (true) {
+      try {
+        // every start and end posted so far has reached this listener
+        spark.sparkContext().listenerBus().waitUntilEmpty(10_000);
+        if (running.get() <= 0) {
+          return true;
+        }
+      } catch (java.util.concurrent.TimeoutException e) {
+        // a busy bus: look again
+      }
+      if (System.currentTimeMillis() > deadline) {
+        return false;
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    spark.sparkContext().removeSparkListener(this);
+  }
+}

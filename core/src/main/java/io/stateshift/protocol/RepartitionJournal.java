@@ -1,0 +1,191 @@
+package io.stateshift.protocol;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import java.util.Optional;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * The record of a repartition in progress, at {@code _stateshift/journal}. It is written before the
+ * first step of each phase, so an interrupted attempt can be finished (once the offset log names
+ * the new count) or undone (before that) by the next run.
+ */
+public record RepartitionJournal(
+    String attemptId,
+    Phase phase,
+    int fromPartitions,
+    int toPartitions,
+    long baseBatch,
+    long newBatch,
+    long startedAtMs,
+    java.util.Map<String, Long> rowsBefore,
+    java.util.List<String> newFiles,
+    java.util.Map<String, String> replacedMetadata,
+    String retiredRoot,
+    String newCommit,
+    java.util.List<String> fileSinkLogs) {
+
+  /**
+   * The logs of the file sinks that get an empty entry for the new batch (absent in records written
+   * before file sinks were tracked).
+   */
+  public RepartitionJournal {
+    fileSinkLogs = fileSinkLogs == null ? java.util.List.of() : java.util.List.copyOf(fileSinkLogs);
+  }
+
+  /** Where an attempt is; the checkpoint's old layout is untouched until SWITCHING. */
+  public enum Phase {
+    /** New state is being written beside the checkpoint; undo by deleting it. */
+    STAGING,
+    /** The offset log, state files and commit log are switching to the new layout; finish it. */
+    SWITCHING,
+    /** The new layout is committed; metadata and retired folders are being tidied; finish it. */
+    FINALIZING,
+    /** A completed repartition is being rolled back to the layout before it; finish it. */
+    ROLLING_BACK
+  }
+
+  static final String DIR = "_stateshift";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  static Path path(CheckpointFiles files) {
+    return files.path(DIR + "/journal");
+  }
+
+  static Path attemptDir(CheckpointFiles files, String attemptId) {
+    return files.path(DIR + "/attempts/" + attemptId);
+  }
+
+  Path stagedDir(CheckpointFiles files) {
+    return new Path(attemptDir(files, attemptId), "staged");
+  }
+
+  /** Where partition folders dropped by a decrease go: the backup location, or the attempt's. */
+  Path retiredDir(CheckpointFiles files) {
+    return retiredRoot != null
+        ? new Path(retiredRoot, attemptId)
+        : new Path(attemptDir(files, attemptId), "retired");
+  }
+
+  static RepartitionJournal start(
+      int from, int to, long baseBatch, String retiredRoot, java.util.List<String> fileSinkLogs) {
+    return new RepartitionJournal(
+        java.util.UUID.randomUUID().toString(),
+        Phase.STAGING,
+        from,
+        to,
+        baseBatch,
+        baseBatch + 1,
+        System.currentTimeMillis(),
+        java.util.Map.of(),
+        java.util.List.of(),
+        java.util.Map.of(),
+        retiredRoot,
+        null,
+        fileSinkLogs);
+  }
+
+  RepartitionJournal withPhase(Phase next) {
+    return new RepartitionJournal(
+        attemptId,
+        next,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rowsBefore,
+        newFiles,
+        replacedMetadata,
+        retiredRoot,
+        newCommit,
+        fileSinkLogs);
+  }
+
+  /**
+   * What the switch will change, recorded before it starts so a rollback can undo it; with {@code
+   * commit}, the exact text of commits/N+1 (state checkpoint format v2, where it names the new
+   * state versions' unique ids; null means a copy of commits/N).
+   */
+  RepartitionJournal withSwitchRecord(
+      java.util.Map<String, Long> rows,
+      java.util.List<String> files,
+      java.util.Map<String, String> metadata,
+      String commit) {
+    return new RepartitionJournal(
+        attemptId,
+        phase,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rows,
+        files,
+        metadata,
+        retiredRoot,
+        commit,
+        fileSinkLogs);
+  }
+
+  public static Optional<RepartitionJournal> read(CheckpointFiles files) {
+    Path path = path(files);
+    if (!files.exists(path)) {
+      // A save that failed between moving the old record aside and writing the new one: the old
+      // record is the truth (every phase's steps are idempotent, so redoing them is safe).
+      path = previousPath(files);
+      if (!files.exists(path)) {
+        return Optional.empty();
+      }
+    }
+    try {
+      return Optional.of(JSON.readValue(files.readText(path), RepartitionJournal.class));
+    } catch (Exception e) {
+      throw Checkpoint.corrupt(files, DIR + "/journal is not readable (" + e.getMessage() + ")");
+    }
+  }
+
+  /**
+   * Saves this record without a moment in which none exists. An overwriting rename is not atomic on
+   * every file system (Hadoop's FileContext on a local disk deletes the target, then renames), so
+   * the current record is first moved aside to {@code journal.previous}, the new one written beside
+   * it, and the previous one deleted last (best effort). Readers take {@code journal} when it
+   * exists and {@code journal.previous} otherwise.
+   */
+  void save(CheckpointFiles files) {
+    String text;
+    try {
+      text = JSON.writeValueAsString(this);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    Path current = path(files);
+    Path previous = previousPath(files);
+    if (files.exists(current)) {
+      if (files.exists(previous)) {
+        files.delete(previous, false); // left by a save that failed at its last step
+      }
+      try {
+        files.rename(current, previous, false);
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(
+            "Cannot write " + current + ": " + e.getMessage(), e);
+      }
+    }
+    files.writeNew(current, text);
+    // Saved. A previous record left behind is harmless: readers prefer the current one, and the
+    // next save or the final delete removes it.
+    files.deleteQuietly(previous);
+  }
+
+  /** Removes the record: the previous one first, so a failure in between leaves the current. */
+  static void delete(CheckpointFiles files) {
+    files.delete(previousPath(files), false);
+    files.delete(path(files), false);
+  }
+
+  private static Path previousPath(CheckpointFiles files) {
+    return files.path(DIR + "/journal.previous");
+  }
+}

@@ -1,0 +1,811 @@
+package io.stateshift.protocol;
+
+import io.stateshift.RepartitionPlan;
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.OffsetLogEntry;
+import io.stateshift.checkpoint.PlacementCheck;
+import io.stateshift.checkpoint.SessionSettings;
+import io.stateshift.checkpoint.StateCheckpointIds;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StatefulOperator;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.checkpoint.spi.SinkLog;
+import io.stateshift.checkpoint.spi.SparkLines;
+import io.stateshift.config.StateShiftConf;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Consumer;
+import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Carries out a repartition with a protocol that never leaves a checkpoint Spark cannot start:
+ *
+ * <ol>
+ *   <li>validate everything, read-only;
+ *   <li>take the checkpoint lock and write the journal (phase STAGING);
+ *   <li>write the new state into {@code _stateshift/attempts/<id>/staged}, beside the checkpoint;
+ *   <li>journal phase SWITCHING, then: offsets/N+1 with the new count, move the staged files into
+ *       {@code state/} (new file names only, nothing is overwritten), operator metadata v2 for N+1,
+ *       and commits/N+1, the step that makes the new layout the one Spark starts from;
+ *   <li>journal phase FINALIZING: operator metadata v1, folders of dropped partitions moved to the
+ *       attempt's {@code retired} folder, a history record, the journal removed.
+ * </ol>
+ *
+ * An interrupted attempt is undone if it stopped while STAGING and finished otherwise. See
+ * docs/protocol.md.
+ */
+public final class RepartitionRunner {
+  private static final Logger LOG = LoggerFactory.getLogger(RepartitionRunner.class);
+  private final SparkSession spark;
+  private final CheckpointFiles files;
+  private final int target;
+  private final Consumer<String> progress;
+
+  private final UUID startingQuery;
+  private String backupTo;
+  private boolean assumeStopped;
+  private final List<String> fileSinks = new ArrayList<>();
+
+  /**
+   * The output folder of the query's file sink, whose log gets an empty entry for the repartition's
+   * batch (without it the sink's next compaction and every read of its output fail). A sink the
+   * checkpoint has on record (written by a query started with StateShiftExtensions) is included
+   * without this.
+   */
+  public RepartitionRunner fileSink(String outputLocation) {
+    if (outputLocation != null && !outputLocation.isBlank()) {
+      fileSinks.add(outputLocation);
+    }
+    return this;
+  }
+
+  /** The write path the staging job took, for the history record. */
+  private String writePath;
+
+  /** The attempt under way, once its journal is written, for a failure's history record. */
+  private RepartitionJournal attempt;
+
+  /**
+   * Skips the guess that a query without StateShiftExtensions may still be running (its logs were
+   * written recently); for a user who knows the query is stopped. A held query lease still refuses.
+   */
+  public RepartitionRunner assumeStopped(boolean stopped) {
+    this.assumeStopped = stopped;
+    return this;
+  }
+
+  /** Keeps the partition folders a decrease drops under this location instead of the checkpoint. */
+  public RepartitionRunner backupTo(String location) {
+    this.backupTo =
+        location == null ? null : files.fs().makeQualified(new Path(location)).toString();
+    return this;
+  }
+
+  public RepartitionRunner(
+      SparkSession spark, String checkpointLocation, int target, Consumer<String> progress) {
+    this(spark, checkpointLocation, target, progress, null);
+  }
+
+  /**
+   * A runner for the query that is starting on this checkpoint (the on-demand path): that query is
+   * waiting for the repartition, so it does not count as running on the checkpoint.
+   */
+  public RepartitionRunner(
+      SparkSession spark,
+      String checkpointLocation,
+      int target,
+      Consumer<String> progress,
+      UUID startingQuery) {
+    this.startingQuery = startingQuery;
+    this.spark = spark;
+    this.files = CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
+    this.target = target;
+    this.progress = progress;
+  }
+
+  public RepartitionPlan plan() {
+    Checkpoint checkpoint = Checkpoint.load(files);
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isPresent()) {
+      RepartitionJournal j = pending.get();
+      return new RepartitionPlan(
+          files.root().toString(),
+          checkpoint.queryId(),
+          "(interrupted)",
+          j.fromPartitions(),
+          target,
+          j.baseBatch(),
+          j.newBatch(),
+          List.of(),
+          Optional.of(
+              j.attemptId()
+                  + " ("
+                  + j.phase()
+                  + ", "
+                  + j.fromPartitions()
+                  + " -> "
+                  + j.toPartitions()
+                  + ")"));
+    }
+    return planOf(validate(checkpoint), Optional.empty());
+  }
+
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
+  public RepartitionResult execute() {
+    long started = System.currentTimeMillis();
+    Map<String, Long> phases = new LinkedHashMap<>();
+    Checkpoint checkpoint = Checkpoint.load(files);
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isEmpty()) {
+      validate(checkpoint); // refuse bad input before the first write, the lock included
+    }
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(files, "repartition to " + target, lockAnyway(), progress)) {
+      refuseIfQueryRunning();
+      Optional<String> recovered = Optional.empty();
+      if (pending.isPresent()) {
+        recovered = Optional.of(recover(pending.get()));
+        checkpoint = Checkpoint.load(files);
+      }
+      StateLayout layout;
+      try {
+        layout = validate(checkpoint);
+      } catch (StateShiftException e) {
+        if (recovered.isPresent() && e.reason() == Reason.SAME_PARTITION_COUNT) {
+          progress.accept("The interrupted attempt already reached " + target + " partitions.");
+          RepartitionPlan plan =
+              new RepartitionPlan(
+                  files.root().toString(),
+                  checkpoint.queryId(),
+                  "",
+                  target,
+                  target,
+                  checkpoint.lastCommittedBatch(),
+                  checkpoint.lastCommittedBatch(),
+                  List.of(),
+                  recovered);
+          return new RepartitionResult(
+              plan,
+              List.of(),
+              phases,
+              checkpoint.lastCommittedBatch(),
+              System.currentTimeMillis() - started);
+        }
+        throw e;
+      }
+      RepartitionPlan plan = planOf(layout, recovered);
+      phases.put("validate", System.currentTimeMillis() - started);
+
+      try {
+        return writeNewLayout(checkpoint, layout, plan, phases, started);
+      } catch (RuntimeException e) {
+        StateShiftException failure = interrupted(e);
+        if (!failure.reason().isBadInput() && attemptLeftBehind()) {
+          // A refusal, or a failure undone before the switch, leaves the checkpoint as it was,
+          // its history included ("the checkpoint was not changed" stays true); a failure that
+          // left an attempt for the next run to finish is worth a record.
+          RepartitionJournal j = attempt;
+          HistoryLog.failed(
+              files,
+              io.stateshift.HistoryEntry.Kind.REPARTITION,
+              j != null ? j.attemptId() : java.util.UUID.randomUUID().toString(),
+              layout.partitions(),
+              target,
+              layout.lastCommitted() + 1,
+              j != null ? j.startedAtMs() : started,
+              writePath,
+              HistoryLog.Actor.of(spark),
+              failure);
+        }
+        throw failure;
+      }
+    }
+  }
+
+  /** Whether a failed attempt left its journal for the next run (it had begun the switch). */
+  private boolean attemptLeftBehind() {
+    try {
+      return RepartitionJournal.read(files).isPresent();
+    } catch (RuntimeException unreadable) {
+      return true;
+    }
+  }
+
+  /** Steps 3 to 6 of docs/protocol.md: journal, stage, switch, finalize. */
+  private RepartitionResult writeNewLayout(
+      Checkpoint checkpoint,
+      StateLayout layout,
+      RepartitionPlan plan,
+      Map<String, Long> phases,
+      long started) {
+    long phaseStart = System.currentTimeMillis();
+    FailPoints.reached("locked");
+    RepartitionJournal journal =
+        RepartitionJournal.start(
+            layout.partitions(),
+            target,
+            layout.lastCommitted(),
+            backupTo,
+            sinkLogs(layout.lastCommitted()).stream().map(SinkLog::location).toList());
+    journal.save(files);
+    attempt = journal;
+    FailPoints.reached("journal-staging");
+    Redistribution.Outcome outcome;
+    String newCommit;
+    try {
+      outcome = stage(layout, journal);
+      newCommit = newCommitText(layout, outcome);
+    } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+      undo(journal);
+      throw classifyFailure(e);
+    }
+    FailPoints.reached("staged");
+    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome);
+    Map<String, Long> rowsBefore = new LinkedHashMap<>();
+    moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
+    phases.put("stage", System.currentTimeMillis() - phaseStart);
+
+    phaseStart = System.currentTimeMillis();
+    journal =
+        journal
+            .withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint), newCommit)
+            .withPhase(RepartitionJournal.Phase.SWITCHING);
+    journal.save(files);
+    FailPoints.reached("journal-switching");
+    switchLayout(checkpoint, journal);
+    phases.put("switch", System.currentTimeMillis() - phaseStart);
+
+    phaseStart = System.currentTimeMillis();
+    journal = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
+    journal.save(files);
+    FailPoints.reached("journal-finalizing");
+    finalizeLayout(
+        Checkpoint.load(files),
+        journal,
+        new HistoryLog.Details(
+            started,
+            moves.stream().mapToLong(RepartitionResult.StoreMove::rowsWritten).sum(),
+            moves.stream().mapToLong(RepartitionResult.StoreMove::bytesWritten).sum(),
+            writePath,
+            HistoryLog.Actor.of(spark)));
+    phases.put("finalize", System.currentTimeMillis() - phaseStart);
+    return new RepartitionResult(
+        plan, moves, phases, journal.newBatch(), System.currentTimeMillis() - started);
+  }
+
+  /**
+   * An I/O error (or any other) after the lock was taken, as a clear error that says where the
+   * checkpoint stands, read from the journal, and how to go on.
+   */
+  private StateShiftException interrupted(RuntimeException e) {
+    if (e instanceof StateShiftException sse) {
+      return sse;
+    }
+    Optional<RepartitionJournal> journal;
+    try {
+      journal = RepartitionJournal.read(files);
+    } catch (RuntimeException unreadable) {
+      journal = Optional.empty();
+    }
+    String where =
+        journal.isEmpty()
+            ? "The checkpoint was not changed."
+            : journal.get().phase() == RepartitionJournal.Phase.STAGING
+                ? "The checkpoint still starts with "
+                    + journal.get().fromPartitions()
+                    + " partitions; running the same repartition again (or starting the query with "
+                    + "StateShiftExtensions) removes the unfinished attempt first."
+                : "The switch to "
+                    + journal.get().toPartitions()
+                    + " partitions had begun (phase "
+                    + journal.get().phase()
+                    + "); run the same repartition again, or start the query "
+                    + "with StateShiftExtensions, to finish it.";
+    return new StateShiftException(
+        Reason.FAILED,
+        "Repartitioning " + files.root() + " failed: " + e.getMessage() + ". " + where,
+        e);
+  }
+
+  /**
+   * Finishes or undoes an interrupted attempt, if there is one, and does nothing else. Returns what
+   * was done.
+   */
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
+  public Optional<String> recoverInterrupted() {
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isEmpty()) {
+      return Optional.empty();
+    }
+    try (CheckpointLock lock =
+        CheckpointLock.acquire(files, "recover an interrupted attempt", lockAnyway(), progress)) {
+      refuseIfQueryRunning();
+      return Optional.of(recover(pending.get()));
+    }
+  }
+
+  // ---- validation (read-only) ----
+
+  private StateLayout validate(Checkpoint checkpoint) {
+    if (target <= 0) {
+      throw new StateShiftException(
+          Reason.INVALID_PARTITION_COUNT,
+          "The partition count must be at least 1, got " + target + ".");
+    }
+    StateLayout layout = StateLayout.read(spark, checkpoint, true);
+    if (layout.partitions() == target) {
+      throw new StateShiftException(
+          Reason.SAME_PARTITION_COUNT,
+          "The state of "
+              + files.root()
+              + " already has "
+              + target
+              + " partitions. Nothing to do.");
+    }
+    sinkLogs(layout.lastCommitted());
+    return layout;
+  }
+
+  /**
+   * The logs of the file sinks given and on record, each checked to end where the checkpoint does:
+   * a log with entries past the last committed batch belongs to another query's run.
+   */
+  private List<SinkLog> sinkLogs(long lastCommitted) {
+    List<SinkLog> logs = SinkLogGaps.logs(spark, files, fileSinks);
+    for (SinkLog log : logs) {
+      long newBatch = lastCommitted + 1;
+      long latest = log.latestBatch().orElse(-1L);
+      if (latest > newBatch || (latest == newBatch && log.filesIn(newBatch) != 0)) {
+        throw new StateShiftException(
+            Reason.INVALID_ARGUMENT,
+            "The file sink log "
+                + log.location()
+                + " has entries up to batch "
+                + latest
+                + ", but the last batch "
+                + "committed in "
+                + files.root()
+                + " is "
+                + lastCommitted
+                + ": that output was "
+                + "written by another run or query. Pass the output folder of this checkpoint's "
+                + "query.");
+      }
+    }
+    return logs;
+  }
+
+  private RepartitionPlan planOf(StateLayout layout, Optional<String> interrupted) {
+    List<RepartitionPlan.OperatorInfo> ops =
+        layout.operators().stream()
+            .map(
+                op ->
+                    new RepartitionPlan.OperatorInfo(
+                        op.id(),
+                        op.name(),
+                        op.stores().stream().map(StatefulOperator.Store::name).toList()))
+            .toList();
+    return new RepartitionPlan(
+        files.root().toString(),
+        layout.checkpoint().queryId(),
+        layout.provider(),
+        layout.partitions(),
+        target,
+        layout.lastCommitted(),
+        layout.lastCommitted() + 1,
+        ops,
+        interrupted);
+  }
+
+  /** Runs with the lock held: a query starting from now on sees the lock and is refused. */
+  /**
+   * Whether to proceed on a store that cannot lock exclusively: on the user's --assume-stopped, and
+   * when a query starting with StateShiftExtensions repartitions its own checkpoint (the user
+   * started it; a warning says that the lock is not exclusive there).
+   */
+  private boolean lockAnyway() {
+    return assumeStopped || startingQuery != null;
+  }
+
+  private void refuseIfQueryRunning() {
+    SparkLines.get()
+        .refuseIfRunning(spark, files, startingQuery, assumeStopped, "repartition its state");
+  }
+
+  // ---- phase STAGING ----
+
+  private Redistribution.Outcome stage(StateLayout layout, RepartitionJournal journal) {
+    spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
+    Redistribution job =
+        SparkLines.get().redistribution(layout, journal.stagedDir(files).toString(), target);
+    job.checkPlacement(placementChecks(layout));
+    String group = "stateshift-" + journal.attemptId();
+    // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
+    java.util.Map<String, String> saved = new java.util.HashMap<>();
+    for (String key :
+        List.of("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")) {
+      saved.put(key, spark.sparkContext().getLocalProperty(key));
+    }
+    spark
+        .sparkContext()
+        .setJobGroup(
+            group,
+            "stateshift: repartition " + files.root() + " to " + target + " partitions",
+            false);
+    writePath = job.writeStrategy(spark);
+    progress.accept("moving state: " + writePath);
+    try (JobProgress tasks = new JobProgress(spark, group, progress)) {
+      try {
+        Redistribution.Outcome outcome = job.run(spark);
+        outcome.unverifiedPlacement().stream()
+            .sorted()
+            .forEach(
+                note -> {
+                  LOG.warn("Repartitioning {}: {}", files.root(), note);
+                  progress.accept(note);
+                });
+        return outcome;
+      } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+        // the attempt's files are removed next: no task of the job may still be writing them
+        if (!tasks.cancelAndAwaitTasks()) {
+          e.addSuppressed(
+              new IllegalStateException(
+                  "tasks of the failed job were still " + "running when its files were removed"));
+        }
+        throw e;
+      }
+    } finally {
+      saved.forEach((key, value) -> spark.sparkContext().setLocalProperty(key, value));
+    }
+  }
+
+  /**
+   * How each store's keys are checked against the partition the recorded schema and the old count
+   * give them, while they are read (the key is hashed anyway to find its new partition). Every
+   * store is checked; a checkpoint written with useStrictDistribution=false may have placed
+   * aggregation, deduplication, session window, flatMapGroupsWithState and transformWithState state
+   * by part of its key, so for those a misplaced key is noted and not refused, unless the partition
+   * key has a single column, which has no part to place by (Spark places a join's state by its
+   * whole key under either setting).
+   */
+  private static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
+    if (!StateShiftConf.PLACEMENT_CHECK.onDriver()) {
+      return Map.of(); // for measuring what the check costs (bench/README.md)
+    }
+    boolean strict =
+        "true"
+            .equals(
+                layout
+                    .checkpoint()
+                    .offsets(layout.lastCommitted())
+                    .conf()
+                    .get(OffsetLogEntry.STRICT_DISTRIBUTION));
+    Map<Integer, PlacementCheck.Mode> modes = new LinkedHashMap<>();
+    for (StoreSpec spec : layout.stores()) {
+      for (StatefulOperator op : layout.operators()) {
+        if (op.id() != spec.operatorId()) {
+          continue;
+        }
+        boolean wholeKey =
+            strict
+                || op.name().equals(StateLayout.JOIN)
+                || (!spec.hasColumnFamilies() && SparkLines.get().partitionKeyColumns(spec) == 1);
+        modes.put(
+            spec.slot(),
+            op.metadataVersion() == StatefulOperator.DERIVED
+                ? PlacementCheck.Mode.DERIVED
+                : wholeKey ? PlacementCheck.Mode.STRICT : PlacementCheck.Mode.SUBSET_ALLOWED);
+      }
+    }
+    return modes;
+  }
+
+  private List<RepartitionResult.StoreMove> summarize(
+      StateLayout layout, Redistribution.Outcome outcome) {
+    List<RepartitionResult.StoreMove> moves = new ArrayList<>();
+    for (StoreSpec spec : layout.stores()) {
+      long read =
+          outcome.read().stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(Redistribution.PartitionCount::rows)
+              .sum();
+      long written =
+          outcome.written().stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(Redistribution.PartitionCount::rows)
+              .sum();
+      long bytes =
+          outcome.written().stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(Redistribution.PartitionCount::bytes)
+              .sum();
+      if (read != written) {
+        throw new StateShiftException(
+            Reason.FAILED,
+            "Operator "
+                + spec.operatorId()
+                + " store "
+                + spec.storeName()
+                + ": read "
+                + read
+                + " rows but wrote "
+                + written
+                + ".");
+      }
+      moves.add(
+          new RepartitionResult.StoreMove(
+              spec.operatorId(), spec.operatorName(), spec.storeName(), read, written, bytes));
+    }
+    return moves;
+  }
+
+  /**
+   * Under state checkpoint format v2, commits/N+1 must name the unique id of every new state
+   * version, as Spark's own commit would; under v1 it is a copy of commits/N (null here).
+   */
+  private String newCommitText(StateLayout layout, Redistribution.Outcome outcome) {
+    if (!layout.checkpointIdsEnabled()) {
+      return null;
+    }
+    Map<Long, Map<String, String[]>> ids = new LinkedHashMap<>();
+    for (StoreSpec spec : layout.stores()) {
+      String[] perPartition = new String[target];
+      for (Redistribution.PartitionCount written : outcome.written()) {
+        if (written.slot() == spec.slot()) {
+          perPartition[written.partition()] = written.checkpointId();
+        }
+      }
+      for (int p = 0; p < target; p++) {
+        if (perPartition[p] == null) {
+          throw new StateShiftException(
+              Reason.FAILED,
+              "Operator "
+                  + spec.operatorId()
+                  + " store "
+                  + spec.storeName()
+                  + " partition "
+                  + p
+                  + " was written without a state checkpoint "
+                  + "id; the checkpoint was not changed.");
+        }
+      }
+      ids.computeIfAbsent(spec.operatorId(), k -> new LinkedHashMap<>())
+          .put(spec.storeName(), perPartition);
+    }
+    return StateCheckpointIds.commitWithIds(
+        layout.checkpoint().commitText(layout.lastCommitted()), ids);
+  }
+
+  private void undo(RepartitionJournal journal) {
+    files.deleteQuietly(RepartitionJournal.attemptDir(files, journal.attemptId()));
+    deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
+    RepartitionJournal.delete(files);
+  }
+
+  private void deleteIfEmpty(Path dir) {
+    if (files.exists(dir) && files.list(dir).isEmpty()) {
+      files.deleteQuietly(dir);
+    }
+  }
+
+  private StateShiftException classifyFailure(Exception e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof StateShiftException sse) {
+        return sse; // a refusal raised inside a task
+      }
+    }
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      // Damage found where the job could not name the file (Spark's own reads of a state file):
+      // the decoders' errors, as a task failure reports them.
+      String message = String.valueOf(t.getMessage());
+      if (t.getClass().getName().startsWith("net.jpountz.lz4.")
+          || t instanceof ChecksumException
+          || message.contains("LZ4Exception")
+          || message.contains("Stream is corrupted")
+          || message.contains("ChecksumException")
+          || message.contains("Corruption: ")) {
+        return new StateShiftException(
+            Reason.CORRUPT_CHECKPOINT,
+            "A state file of checkpoint "
+                + files.root()
+                + " is damaged: "
+                + t.getMessage()
+                + ". The checkpoint was not changed. Restore it from a backup.",
+            e);
+      }
+    }
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof FileNotFoundException
+          || (t.getMessage() != null
+              && (t.getMessage().contains("does not exist")
+                  || t.getMessage().contains("CANNOT_LOAD_STATE_STORE")))) {
+        return new StateShiftException(
+            Reason.CORRUPT_CHECKPOINT,
+            "A state file of checkpoint "
+                + files.root()
+                + " is missing or unreadable: "
+                + t.getMessage()
+                + ". The checkpoint was not changed. Restore it from a backup.",
+            e);
+      }
+    }
+    return new StateShiftException(
+        Reason.FAILED,
+        "Repartitioning "
+            + files.root()
+            + " failed while writing the new state; the checkpoint "
+            + "was not changed. Cause: "
+            + e.getMessage(),
+        e);
+  }
+
+  // ---- phase SWITCHING (idempotent, so an interrupted switch can be finished) ----
+
+  private void switchLayout(Checkpoint checkpoint, RepartitionJournal journal) {
+    Path offsets = files.path("offsets/" + journal.newBatch());
+    if (!files.exists(offsets)) {
+      files.writeNew(
+          offsets,
+          checkpoint
+              .offsets(journal.baseBatch())
+              .withShufflePartitions(journal.toPartitions())
+              .toText());
+    }
+    FailPoints.reached("offsets");
+    publishStagedFiles(journal);
+    FailPoints.reached("published");
+    for (StatefulOperator op : checkpoint.operators()) {
+      Path v2 = files.path("state/" + op.id() + "/_metadata/v2/" + journal.newBatch());
+      Optional<Path> latest = checkpoint.latestV2Metadata(op.id());
+      if (latest.isPresent() && !files.exists(v2)) {
+        files.writeNew(v2, checkpoint.metadataWithPartitions(latest.get(), journal.toPartitions()));
+      }
+    }
+    // The batch is the sink's too: readers and compaction need an entry for every batch id.
+    for (String sinkLog : journal.fileSinkLogs()) {
+      SparkLines.get().sinkLog(spark, sinkLog, files.conf()).addEmpty(journal.newBatch());
+      FailPoints.reached(FailPoints.SINK_LOG);
+    }
+    Path commit = files.path("commits/" + journal.newBatch());
+    if (!files.exists(commit)) {
+      files.writeNew(
+          commit,
+          journal.newCommit() != null
+              ? journal.newCommit()
+              : checkpoint.commitText(journal.baseBatch()));
+    }
+    FailPoints.reached("commit");
+  }
+
+  /** The checkpoint-relative paths the switch will create, from the staged files. */
+  private List<String> stagedFiles(RepartitionJournal journal) {
+    Path staged = journal.stagedDir(files);
+    String prefix = files.relativize(staged) + "/";
+    return files.listFilesRecursively(staged).stream()
+        .map(p -> files.relativize(p).substring(prefix.length()))
+        .sorted()
+        .toList();
+  }
+
+  /** Operator metadata v1 texts before the repartition, by operator id. */
+  private Map<String, String> v1Metadata(Checkpoint checkpoint) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (StatefulOperator op : checkpoint.operators()) {
+      Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
+      if (files.exists(v1)) {
+        out.put(Long.toString(op.id()), files.readText(v1));
+      }
+    }
+    return out;
+  }
+
+  private void publishStagedFiles(RepartitionJournal journal) {
+    Path staged = journal.stagedDir(files);
+    String stagedPrefix = files.relativize(staged) + "/";
+    List<Path> pending = files.listFilesRecursively(staged);
+    // RocksDB's SST files first, the version files that name them last.
+    pending.sort(
+        Comparator.comparing((Path p) -> !p.getParent().getName().equals("SSTs"))
+            .thenComparing(Path::toString));
+    progress.accept("switching layout: moving " + pending.size() + " state files into place");
+    for (Path from : pending) {
+      String relative = files.relativize(from).substring(stagedPrefix.length());
+      try {
+        files.rename(from, files.path(relative), false);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      FailPoints.reached("publish-first-file");
+    }
+  }
+
+  // ---- phase FINALIZING (idempotent) ----
+
+  /** {@code details}: what this run knows of the attempt; null when it finishes another's. */
+  private void finalizeLayout(
+      Checkpoint checkpoint, RepartitionJournal journal, HistoryLog.Details details) {
+    for (StatefulOperator op : checkpoint.operators()) {
+      Path v1 = files.path("state/" + op.id() + "/_metadata/metadata");
+      String before = journal.replacedMetadata().get(Long.toString(op.id()));
+      if (files.exists(v1)) {
+        files.replace(v1, checkpoint.metadataWithPartitions(v1, journal.toPartitions()));
+      } else if (before != null) {
+        // An overwrite that is not atomic (delete, then rename) failed in between: the journal
+        // kept the text, so the file is written again rather than lost.
+        files.replace(v1, checkpoint.metadataWithPartitions(before, journal.toPartitions(), v1));
+      }
+      FailPoints.reached("metadata-v1");
+      for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
+        Path live = files.path("state/" + op.id() + "/" + p);
+        if (files.exists(live)) {
+          files.moveTree(live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p));
+          FailPoints.reached("retired");
+        }
+      }
+    }
+    files.deleteQuietly(journal.stagedDir(files));
+    deleteIfEmpty(RepartitionJournal.attemptDir(files, journal.attemptId()));
+    deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
+    RepartitionHistory.record(files, journal);
+    HistoryLog.completed(files, journal, details, HistoryLog.Actor.of(spark));
+    FailPoints.reached("history");
+    RepartitionJournal.delete(files);
+  }
+
+  /** Finishes or undoes an interrupted attempt; returns a description of what was done. */
+  private String recover(RepartitionJournal journal) {
+    switch (journal.phase()) {
+      case STAGING -> {
+        progress.accept(
+            "Undoing interrupted attempt "
+                + journal.attemptId()
+                + " (it stopped before changing the checkpoint).");
+        undo(journal);
+        return journal.attemptId() + " undone";
+      }
+      case SWITCHING -> {
+        progress.accept(
+            "Finishing interrupted attempt "
+                + journal.attemptId()
+                + " ("
+                + journal.fromPartitions()
+                + " -> "
+                + journal.toPartitions()
+                + ").");
+        switchLayout(Checkpoint.load(files), journal);
+        RepartitionJournal next = journal.withPhase(RepartitionJournal.Phase.FINALIZING);
+        next.save(files);
+        finalizeLayout(Checkpoint.load(files), next, null);
+        return journal.attemptId() + " finished";
+      }
+      case ROLLING_BACK -> {
+        progress.accept(
+            "Finishing the interrupted rollback of attempt " + journal.attemptId() + ".");
+        new Rollback(spark, files, progress, HistoryLog.Actor.of(spark), -1).finish(journal);
+        return journal.attemptId() + " rolled back";
+      }
+      default -> {
+        progress.accept("Finishing interrupted attempt " + journal.attemptId() + ".");
+        finalizeLayout(Checkpoint.load(files), journal, null);
+        return journal.attemptId() + " finished";
+      }
+    }
+  }
+}

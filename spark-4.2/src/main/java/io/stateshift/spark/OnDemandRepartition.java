@@ -1,0 +1,298 @@
+package io.stateshift.spark;
+
+import io.stateshift.RepartitionResult;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.StateShiftExtensions;
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.SessionSettings;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.protocol.FileSinkRecord;
+import io.stateshift.protocol.QueryLease;
+import io.stateshift.protocol.RepartitionJournal;
+import io.stateshift.protocol.RepartitionRunner;
+import io.stateshift.protocol.SinkLogGaps;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution;
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The listener behind {@code spark.sql.streaming.stateStore.partitions}. Spark delivers the
+ * query-started event synchronously on the query's own thread, before the query reads its offset
+ * and commit logs, so a repartition done here is what the query then starts from.
+ */
+public final class OnDemandRepartition extends StreamingQueryListener {
+  static final String STATE_PARTITIONS = StateShiftExtensions.STATE_PARTITIONS;
+  static final String PROGRESS_KEY = StateShiftExtensions.PROGRESS_KEY;
+  static final String INTERNAL_STATE_PARTITIONS =
+      "spark.sql.streaming.internal.stateStore.partitions";
+  private static final Logger LOG = LoggerFactory.getLogger(OnDemandRepartition.class);
+  private static final Map<SparkSession, OnDemandRepartition> INSTALLED = new WeakHashMap<>();
+  private static final Map<UUID, RepartitionResult> LAST_BY_QUERY = new ConcurrentHashMap<>();
+
+  private final SparkSession session;
+
+  /** A repartition time to report in the first progress of a run after {@code afterBatch}. */
+  private record Unreported(long millis, long afterBatch) {}
+
+  private final Map<UUID, Unreported> unreported = new ConcurrentHashMap<>();
+
+  private OnDemandRepartition(SparkSession session) {
+    this.session = session;
+  }
+
+  /** Attaches the listener to a session once. */
+  public static void installOn(SparkSession session) {
+    synchronized (INSTALLED) {
+      if (!INSTALLED.containsKey(session)) {
+        OnDemandRepartition listener = new OnDemandRepartition(session);
+        INSTALLED.put(session, listener);
+        session.streams().addListener(listener);
+      }
+    }
+  }
+
+  /** The last on-demand repartition of a query (by query id) in this application, if any. */
+  public static Optional<RepartitionResult> lastRepartition(UUID queryId) {
+    return Optional.ofNullable(LAST_BY_QUERY.get(queryId));
+  }
+
+  @Override
+  public void onQueryStarted(QueryStartedEvent event) {
+    StreamExecution execution = execution(event.id());
+    if (execution == null) {
+      return; // not a query of this SparkSession
+    }
+    String wanted = session.conf().get(STATE_PARTITIONS, null);
+    try {
+      CheckpointFiles files =
+          CheckpointFiles.at(
+              execution.resolvedCheckpointRoot(), SessionSettings.hadoopConf(session));
+      // Held while the query runs, so repartitions in other processes see it (released at the end).
+      QueryLease.take(files, event.id(), event.runId(), execution::isActive);
+      Optional<String> sinkLog = recordAndRepairFileSink(execution, files);
+      if (wanted == null || wanted.isBlank()) {
+        // Not asked to repartition, but never start on a half-switched layout.
+        new RepartitionRunner(
+                session,
+                files.root().toString(),
+                1,
+                message -> LOG.info("stateshift: {}", message),
+                event.id())
+            .recoverInterrupted()
+            .ifPresent(done -> LOG.warn("Interrupted repartition of {}: {}", files.root(), done));
+        return;
+      }
+      int partitions = parse(wanted);
+      // A new checkpoint takes its count from this internal setting (absent an offset log).
+      execution
+          .sparkSessionForStream()
+          .conf()
+          .set(INTERNAL_STATE_PARTITIONS, Integer.toString(partitions));
+      Checkpoint checkpoint = Checkpoint.load(files);
+      boolean interrupted = RepartitionJournal.read(files).isPresent();
+      if (checkpoint.lastPlannedBatch() < 0 && !interrupted) {
+        return; // a new checkpoint: the setting above is all it takes
+      }
+      if (!interrupted && checkpoint.operators().isEmpty()) {
+        return; // a stateless query: the setting does not apply
+      }
+      long planned = checkpoint.lastPlannedBatch();
+      int current = checkpoint.offsets(planned).shufflePartitions();
+      if (current == partitions && !interrupted) {
+        return;
+      }
+      LOG.info(
+          "Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
+          event.id(),
+          files.root(),
+          current,
+          STATE_PARTITIONS,
+          partitions);
+      boolean pending = planned > checkpoint.lastCommittedBatch() && !interrupted;
+      if (!interrupted) {
+        // Refuse now, before any batch runs or any state moves, what would be refused later.
+        StateLayout layout = StateLayout.read(session, checkpoint, true, pending);
+        QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
+      }
+      if (pending) {
+        runPendingBatchFirst(execution, event, files, partitions, planned, sinkLog);
+        return;
+      }
+      repartition(event, files, partitions, -1, sinkLog);
+    } catch (StateShiftException e) {
+      QueryLease.release(event.runId());
+      throw new QueryStartRefused(e);
+    } catch (RuntimeException e) {
+      QueryLease.release(event.runId());
+      throw new QueryStartRefused(
+          new StateShiftException(
+              Reason.FAILED, "On-demand repartition failed: " + e.getMessage(), e));
+    }
+  }
+
+  private void repartition(
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      int partitions,
+      long afterBatch,
+      Optional<String> sinkLog) {
+    RepartitionResult result =
+        new RepartitionRunner(
+                session,
+                files.root().toString(),
+                partitions,
+                message -> LOG.info("stateshift: {}", message),
+                event.id())
+            .fileSink(sinkLog.orElse(null))
+            .execute();
+    LAST_BY_QUERY.put(event.id(), result);
+    unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
+    LOG.info(
+        "State repartition of query {} completed in {} ms: {}",
+        event.id(),
+        result.totalMillis(),
+        result);
+  }
+
+  /**
+   * The pending batch must complete with the layout it was planned with before the state can move:
+   * the query's trigger executor is wrapped so that it runs that batch, then the repartition, then
+   * continues as the query would after a restart.
+   */
+  private void runPendingBatchFirst(
+      StreamExecution execution,
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      int partitions,
+      long pendingBatch,
+      Optional<String> sinkLog) {
+    if (!(execution instanceof MicroBatchExecution microBatch)) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Query "
+              + event.id()
+              + " does not run in micro-batches; on-demand repartitioning "
+              + "needs a micro-batch query.");
+    }
+    LOG.info(
+        "Batch {} was planned but not committed: it runs first with the old layout.", pendingBatch);
+    logicalPlan(microBatch); // creates the trigger executor, so it can be wrapped
+    microBatch.triggerExecutor_$eq(
+        new PendingBatchFirst(
+            microBatch,
+            microBatch.triggerExecutor(),
+            () -> repartition(event, files, partitions, pendingBatch, sinkLog)));
+  }
+
+  /**
+   * Puts the query's file sink on record, so that offline repartitions find its log, and gives that
+   * log the entries of earlier repartition batches it lacks (left by a repartition that did not
+   * know the sink, or by Spark's built-in runner) before the sink writes again.
+   */
+  private Optional<String> recordAndRepairFileSink(
+      StreamExecution execution, CheckpointFiles files) {
+    Optional<String> location = FileSinkLog.ofQuery(execution);
+    if (location.isEmpty()) {
+      return location;
+    }
+    FileSinkLog log =
+        FileSinkLog.at(execution.sparkSessionForStream(), location.get(), files.conf());
+    FileSinkRecord.write(files, log.location());
+    if (files.exists(files.path("commits"))) {
+      Checkpoint checkpoint = Checkpoint.load(files);
+      if (checkpoint.lastCommittedBatch() >= 0) {
+        for (SinkLogGaps.Gap gap : SinkLogGaps.find(checkpoint, log)) {
+          if (gap.fillable()) {
+            log.addEmpty(gap.batchId());
+            LOG.warn(
+                "File sink log {}: added the missing entry of repartition batch {}.",
+                log.location(),
+                gap.batchId());
+          } else {
+            LOG.warn("File sink log {}: {}", log.location(), gap.explanation());
+          }
+        }
+      }
+    }
+    return Optional.of(log.location());
+  }
+
+  @Override
+  public void onQueryProgress(QueryProgressEvent event) {
+    Unreported pending = unreported.get(event.progress().runId());
+    if (pending != null && event.progress().batchId() > pending.afterBatch()) {
+      unreported.remove(event.progress().runId());
+      // This listener is attached before any the user adds, so it runs first: every listener,
+      // lastProgress and recentProgress see the same, completed progress object.
+      event.progress().durationMs().put(PROGRESS_KEY, pending.millis());
+    }
+  }
+
+  @Override
+  public void onQueryIdle(QueryIdleEvent event) {}
+
+  @Override
+  public void onQueryTerminated(QueryTerminatedEvent event) {
+    unreported.remove(event.runId());
+    QueryLease.release(event.runId());
+  }
+
+  /**
+   * The query's logical plan. The query builds it right after this event anyway (creating its
+   * sources and its trigger executor); building it now lets both be inspected first.
+   */
+  private static org.apache.spark.sql.catalyst.plans.logical.LogicalPlan logicalPlan(
+      StreamExecution execution) {
+    return execution
+        .sparkSessionForStream()
+        .withActive(
+            (scala.Function0<org.apache.spark.sql.catalyst.plans.logical.LogicalPlan>)
+                execution::logicalPlan);
+  }
+
+  private StreamExecution execution(UUID queryId) {
+    StreamingQuery query = session.streams().get(queryId);
+    return query instanceof StreamingQueryWrapper wrapper ? wrapper.streamingQuery() : null;
+  }
+
+  private static int parse(String value) {
+    try {
+      int n = Integer.parseInt(value.trim());
+      if (n > 0) {
+        return n;
+      }
+    } catch (NumberFormatException ignored) {
+      // reported below
+    }
+    throw new StateShiftException(
+        Reason.INVALID_PARTITION_COUNT,
+        STATE_PARTITIONS
+            + "="
+            + value
+            + " is not a partition count; set it to a whole number of "
+            + "at least 1.");
+  }
+
+  /**
+   * Carries a refusal out of the listener. Spark's listener bus logs and swallows ordinary
+   * exceptions; an Error passes through, and the query then terminates with it as the cause of its
+   * StreamingQueryException, before it has read or written anything.
+   */
+  public static final class QueryStartRefused extends LinkageError {
+    QueryStartRefused(StateShiftException cause) {
+      super("Query refused to start: " + cause.getMessage(), cause);
+    }
+  }
+}

@@ -1,0 +1,592 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.checkpoint.PlacementCheck;
+import io.stateshift.checkpoint.StateFileDamage;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.config.StateShiftConf;
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.io.CompressionCodec;
+import org.apache.spark.io.CompressionCodec$;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.unsafe.Platform;
+
+/**
+ * HDFS-backed state to HDFS-backed state from the files themselves: no provider, no map of the
+ * whole partition in the JVM heap, no shuffle, and nothing decoded but each key's placement.
+ *
+ * <p>Spark's HDFS-backed provider keeps version N as the newest {@code S.snapshot} at or below N
+ * plus {@code S+1.delta} .. {@code N.delta}; every file is one compressed stream of {@code [int
+ * keyLength][key UnsafeRow][int valueLength][value UnsafeRow]} records (a value length of -1
+ * removes the key) ended by a key length of -1. Each read task reads one old partition's deltas and
+ * keeps the newest entry of each key ({@link DeltaChain}), then streams the snapshot through
+ * without holding it, skipping the keys the deltas have. Each live entry goes, bytes unchanged, to
+ * a staged file of the new partition Spark's hash gives its key. Each write task concatenates the
+ * staged files of one new partition into its {@code N+1.snapshot} (as compressed bytes, for the
+ * codecs Spark reads concatenated): keys are unique across old partitions, so there is nothing to
+ * merge.
+ *
+ * <p>Memory per read task is the chain's deltas, decompressed, never the snapshot. Applies to state
+ * checkpoint format v1 (plain version file names); the job falls back to the provider and a shuffle
+ * otherwise.
+ */
+final class HdfsFileExchange {
+  /** Spark conf to force the provider and shuffle path, for comparison: {@code shuffle}. */
+  static final String EXCHANGE_CONF = StateShiftConf.HDFS_EXCHANGE.key();
+
+  private static final Pattern VERSION_FILE = Pattern.compile("(\\d+)\\.(delta|snapshot)");
+  private static final int END = -1;
+
+  /** Record lengths, big-endian as {@code DataOutputStream} writes them, in byte arrays. */
+  static final VarHandle BIG_ENDIAN_INT =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+
+  private static final int BUFFER = 1 << 16;
+
+  private HdfsFileExchange() {}
+
+  /**
+   * Read side: splits version {@code version} of the old partition in {@code partitionDir} into one
+   * staged file per new partition that gets at least one key. A state file that cannot be decoded
+   * is refused as damage, naming it.
+   *
+   * @param check when not null, every key must sit in {@code oldPartition} under the old count
+   */
+  static StateRedistributionJob.ReadOutcome split(
+      Path partitionDir,
+      long version,
+      StoreSpec spec,
+      int oldPartition,
+      StateStores.KeyPlacement placement,
+      PlacementCheck check,
+      int firstTarget,
+      int newPartitions,
+      String exchangeDir,
+      String codecName,
+      String checkpointRoot,
+      Configuration hadoopConf,
+      TaskTimer timer) {
+    CompressionCodec codec = codec(codecName);
+    Path stagingDir = new Path(exchangeDir);
+    String fileStem = spec.slot() + "-" + oldPartition + "-" + UUID.randomUUID();
+    Splitter splitter = null;
+    try {
+      FileSystem fs = partitionDir.getFileSystem(hadoopConf);
+      FileSystem stagingFs = withoutChecksumFiles(stagingDir.getFileSystem(hadoopConf));
+      splitter =
+          new Splitter(
+              spec,
+              placement,
+              check,
+              firstTarget,
+              newPartitions,
+              stagingFs,
+              stagingDir,
+              codec,
+              fileStem);
+      List<Path> chain = chainNewestFirst(fs, partitionDir, version);
+      Path snapshot =
+          !chain.isEmpty() && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
+              ? chain.remove(chain.size() - 1)
+              : null;
+      timer.lap("list");
+      DeltaChain deltas = DeltaChain.read(fs, chain, codec);
+      timer.lap("read-deltas");
+      Splitter out = splitter; // effectively final, for the lambda
+      out.deltas = deltas;
+      deltas.forEachLiveNewest(out::emit);
+      if (snapshot != null) {
+        // a snapshot holds each key once and is always the oldest file: stream it
+        out.source = snapshot;
+        InputStream raw = fs.open(snapshot); // a failed open is no damage to the file
+        try (DataInputStream in = decoding(raw, codec, snapshot)) {
+          byte[][] entry = new byte[2][];
+          while (nextEntry(in, snapshot, entry)) {
+            if (entry[1] != null && !deltas.containsKey(entry[0], 0, entry[0].length)) {
+              out.emit(entry[0], entry[1]);
+            }
+          }
+        }
+      }
+      timer.lap("split");
+      List<StateRedistributionJob.StagedFile> staged = splitter.finish();
+      timer.lap("stage");
+      return new StateRedistributionJob.ReadOutcome(
+          new Redistribution.PartitionCount(
+              spec.slot(), oldPartition, splitter.totalRows, splitter.totalBytes, null),
+          staged);
+    } catch (StateFileDamage.DamagedFile e) {
+      abandon(splitter);
+      throw StateFileDamage.refusal(checkpointRoot, e);
+    } catch (IOException e) {
+      abandon(splitter);
+      throw new UncheckedIOException(
+          "Cannot split version "
+              + version
+              + " of "
+              + partitionDir
+              + " into "
+              + exchangeDir
+              + ": "
+              + e.getMessage(),
+          e);
+    } catch (RuntimeException e) {
+      abandon(splitter);
+      throw e;
+    }
+  }
+
+  private static void abandon(Splitter splitter) {
+    if (splitter != null) {
+      splitter.abandon();
+    }
+  }
+
+  /**
+   * Write side: concatenates the staged files of one new partition into {@code snapshotFile} (which
+   * must not exist) and returns its counts; a staged file whose length (or, re-encoded, row count)
+   * differs from what its read task reported fails the task.
+   *
+   * <p>With a codec whose streams Spark reads back to back as one (lz4, zstd, snappy, lzf: those
+   * its shuffle merges by concatenation too), the staged files are compressed record streams
+   * without an end marker, and the snapshot is their bytes one after the other plus a stream of
+   * just the end marker: nothing is decompressed or compressed again. Other codecs' staged files
+   * are whole snapshots, re-encoded here.
+   */
+  static Redistribution.PartitionCount writeSnapshot(
+      Path snapshotFile,
+      StoreSpec spec,
+      int partition,
+      List<StateRedistributionJob.StagedFile> files,
+      String codecName,
+      Configuration hadoopConf) {
+    CompressionCodec codec = codec(codecName);
+    long rows = 0;
+    long bytes = 0;
+    try {
+      FileSystem fs = snapshotFile.getFileSystem(hadoopConf);
+      if (concatenable(codec)) {
+        concatenate(fs, snapshotFile, files, codec, hadoopConf);
+      } else {
+        reencode(fs, snapshotFile, files, codec, hadoopConf);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot write " + snapshotFile + ": " + e.getMessage(), e);
+    }
+    for (StateRedistributionJob.StagedFile file : files) {
+      rows += file.rows();
+      bytes += file.bytes();
+    }
+    return new Redistribution.PartitionCount(spec.slot(), partition, rows, bytes, null);
+  }
+
+  /** Whether Spark reads this codec's streams, written one after another, as one stream. */
+  static boolean concatenable(CompressionCodec codec) {
+    return CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(codec);
+  }
+
+  private static void concatenate(
+      FileSystem fs,
+      Path snapshotFile,
+      List<StateRedistributionJob.StagedFile> files,
+      CompressionCodec codec,
+      Configuration hadoopConf)
+      throws IOException {
+    byte[] buffer = new byte[BUFFER];
+    OutputStream out = SnapshotWriter.create(fs, snapshotFile);
+    OutputStream end = null;
+    try {
+      for (StateRedistributionJob.StagedFile file : files) {
+        Path staged = new Path(file.path());
+        long copied = 0;
+        try (InputStream in = withoutChecksumFiles(staged.getFileSystem(hadoopConf)).open(staged)) {
+          for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+            out.write(buffer, 0, n);
+            copied += n;
+          }
+        }
+        if (copied != file.fileBytes()) {
+          throw new IllegalStateException(
+              "The staged file "
+                  + staged
+                  + " holds "
+                  + copied
+                  + " bytes, its read task wrote "
+                  + file.fileBytes()
+                  + "; the attempt is abandoned");
+        }
+      }
+      // the end marker, as a stream of its own; closing it closes the file
+      end = codec.compressedOutputStream(out);
+      end.write(new byte[] {-1, -1, -1, -1}); // END, a big-endian int
+    } catch (IOException | RuntimeException e) {
+      try {
+        (end != null ? end : out).close();
+      } catch (IOException | RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+    end.close();
+  }
+
+  private static void reencode(
+      FileSystem fs,
+      Path snapshotFile,
+      List<StateRedistributionJob.StagedFile> files,
+      CompressionCodec codec,
+      Configuration hadoopConf)
+      throws IOException {
+    try (SnapshotWriter out = new SnapshotWriter(fs, snapshotFile, codec, true)) {
+      for (StateRedistributionJob.StagedFile file : files) {
+        Path staged = new Path(file.path());
+        long fileRows = 0;
+        try (DataInputStream in =
+            open(withoutChecksumFiles(staged.getFileSystem(hadoopConf)), staged, codec)) {
+          byte[][] entry = new byte[2][];
+          while (readEntry(in, staged, entry)) {
+            out.append(entry[0], 0, entry[0].length, entry[1], 0, entry[1].length);
+            fileRows++;
+          }
+        }
+        if (fileRows != file.rows()) {
+          throw new IllegalStateException(
+              "The staged file "
+                  + staged
+                  + " holds "
+                  + fileRows
+                  + " rows, its read task wrote "
+                  + file.rows()
+                  + "; the attempt is abandoned");
+        }
+      }
+    }
+  }
+
+  /**
+   * One compressed stream of records as Spark's HDFS-backed provider writes them, ended by -1 (or,
+   * for a staged file to be concatenated, without it). Records are laid out in a buffer of its own
+   * and handed to the codec a block at a time.
+   */
+  static final class SnapshotWriter implements AutoCloseable {
+    private final OutputStream out;
+    private final boolean endMarker;
+    private final byte[] buffer = new byte[BUFFER];
+    private int used;
+
+    SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec) throws IOException {
+      this(fs, file, codec, true);
+    }
+
+    SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec, boolean endMarker)
+        throws IOException {
+      this.out = codec.compressedOutputStream(create(fs, file));
+      this.endMarker = endMarker;
+    }
+
+    /** A new file, and its folder if missing. */
+    static OutputStream create(FileSystem fs, Path file) throws IOException {
+      fs.mkdirs(file.getParent());
+      return fs.create(file, false);
+    }
+
+    void append(
+        byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset, int valueLength)
+        throws IOException {
+      putInt(keyLength);
+      put(key, keyOffset, keyLength);
+      putInt(valueLength);
+      put(value, valueOffset, valueLength);
+    }
+
+    private void putInt(int v) throws IOException {
+      if (used + 4 > buffer.length) {
+        flushBuffer();
+      }
+      BIG_ENDIAN_INT.set(buffer, used, v);
+      used += 4;
+    }
+
+    private void put(byte[] data, int offset, int length) throws IOException {
+      if (used + length > buffer.length) {
+        flushBuffer();
+        if (length > buffer.length) {
+          out.write(data, offset, length);
+          return;
+        }
+      }
+      System.arraycopy(data, offset, buffer, used, length);
+      used += length;
+    }
+
+    private void flushBuffer() throws IOException {
+      out.write(buffer, 0, used);
+      used = 0;
+    }
+
+    @Override
+    public void close() throws IOException {
+      try {
+        if (endMarker) {
+          putInt(END);
+        }
+        flushBuffer();
+      } finally {
+        out.close();
+      }
+    }
+  }
+
+  /** The codec Spark's provider uses for the checkpoint's state files. */
+  static CompressionCodec codec(String codecName) {
+    return CompressionCodec$.MODULE$.createCodec(SparkEnv.get().conf(), codecName);
+  }
+
+  /**
+   * The files version {@code version} is built from, newest first: {@code version.delta} down to
+   * the newest snapshot at or below it (or down to {@code 1.delta}). The chain was checked for gaps
+   * before the job started; a missing file here is reported the same way.
+   */
+  static List<Path> chainNewestFirst(FileSystem fs, Path partitionDir, long version)
+      throws IOException {
+    long snapshot = 0;
+    Set<Long> deltas = new HashSet<>();
+    for (FileStatus status : fs.listStatus(partitionDir)) {
+      Matcher m = VERSION_FILE.matcher(status.getPath().getName());
+      if (!m.matches()) {
+        continue;
+      }
+      long v = Long.parseLong(m.group(1));
+      if (v > version) {
+        continue;
+      }
+      if (m.group(2).equals("snapshot")) {
+        snapshot = Math.max(snapshot, v);
+      } else {
+        deltas.add(v);
+      }
+    }
+    List<Path> chain = new ArrayList<>();
+    for (long v = version; v > snapshot; v--) {
+      if (!deltas.contains(v)) {
+        throw new IllegalStateException(
+            partitionDir
+                + " has no state file for version "
+                + v
+                + ", which version "
+                + version
+                + " is built from");
+      }
+      chain.add(new Path(partitionDir, v + ".delta"));
+    }
+    if (snapshot > 0) {
+      chain.add(new Path(partitionDir, snapshot + ".snapshot"));
+    }
+    return chain;
+  }
+
+  private static DataInputStream open(FileSystem fs, Path file, CompressionCodec codec)
+      throws IOException {
+    return new DataInputStream(
+        new BufferedInputStream(codec.compressedInputStream(fs.open(file)), BUFFER));
+  }
+
+  /** A state file's decoder over its opened stream; one that cannot start is damage. */
+  private static DataInputStream decoding(InputStream raw, CompressionCodec codec, Path file)
+      throws IOException {
+    try {
+      return new DataInputStream(
+          new BufferedInputStream(
+              codec.compressedInputStream(StateFileDamage.marked(raw)), BUFFER));
+    } catch (Exception e) { // a codec may read its header here, and Scala declares no exception
+      raw.close();
+      throw StateFileDamage.classify(file, e);
+    }
+  }
+
+  /** {@link #readEntry} on a state file: what does not decode is damage to it. */
+  private static boolean nextEntry(DataInputStream in, Path file, byte[][] entry)
+      throws IOException {
+    try {
+      return readEntry(in, file, entry);
+    } catch (IOException | RuntimeException e) {
+      throw StateFileDamage.classify(file, e);
+    }
+  }
+
+  /**
+   * Reads the next record into {@code entry} (key, then value or null for a removal); false at the
+   * end marker.
+   */
+  private static boolean readEntry(DataInputStream in, Path file, byte[][] entry)
+      throws IOException {
+    try {
+      int keyLength = in.readInt();
+      if (keyLength == END) {
+        return false;
+      }
+      if (keyLength < 0) {
+        throw new IOException("key length " + keyLength + " in " + file);
+      }
+      entry[0] = new byte[keyLength];
+      in.readFully(entry[0]);
+      int valueLength = in.readInt();
+      if (valueLength < END) {
+        throw new IOException("value length " + valueLength + " in " + file);
+      }
+      if (valueLength == END) {
+        entry[1] = null;
+      } else {
+        entry[1] = new byte[valueLength];
+        in.readFully(entry[1]);
+      }
+      return true;
+    } catch (EOFException e) {
+      throw truncated(file, e);
+    }
+  }
+
+  /** The error for a state file that ends before its end marker; {@code cause} may be null. */
+  static IOException truncated(Path file, EOFException cause) {
+    return new IOException(file + " ends before its end marker (truncated)", cause);
+  }
+
+  /**
+   * Staged files are read once by this job: on a local disk they skip Hadoop's checksum side files
+   * (a CRC per 512 bytes written and read again).
+   */
+  private static FileSystem withoutChecksumFiles(FileSystem fs) {
+    return fs instanceof LocalFileSystem local ? local.getRaw() : fs;
+  }
+
+  /** Sends live entries of one old partition to one staged file per new partition. */
+  private static final class Splitter {
+    private final StateStores.KeyPlacement placement;
+    private final PlacementCheck check;
+
+    /** Where the keys come from, for a misplaced key's error: the deltas, then the snapshot. */
+    DeltaChain deltas;
+
+    Path source;
+    private final int firstTarget;
+    private final FileSystem stagingFs;
+    private final Path stagingDir;
+    private final CompressionCodec codec;
+    private final String fileStem;
+    private final UnsafeRow keyRow;
+    private final SnapshotWriter[] writers;
+    private final Path[] paths;
+    private final long[] rows;
+    private final long[] bytes;
+    long totalRows;
+    long totalBytes;
+
+    Splitter(
+        StoreSpec spec,
+        StateStores.KeyPlacement placement,
+        PlacementCheck check,
+        int firstTarget,
+        int newPartitions,
+        FileSystem stagingFs,
+        Path stagingDir,
+        CompressionCodec codec,
+        String fileStem) {
+      this.firstTarget = firstTarget;
+      this.stagingFs = stagingFs;
+      this.stagingDir = stagingDir;
+      this.codec = codec;
+      this.fileStem = fileStem;
+      this.placement = placement;
+      this.check = check;
+      this.keyRow = new UnsafeRow(spec.keySchema().length());
+      this.writers = new SnapshotWriter[newPartitions];
+      this.paths = new Path[newPartitions];
+      this.rows = new long[newPartitions];
+      this.bytes = new long[newPartitions];
+    }
+
+    /** A key and its value, both in {@code data} (a decompressed delta). */
+    void emit(byte[] data, int keyOffset, int keyLength, int valueOffset, int valueLength)
+        throws IOException {
+      emit(data, keyOffset, keyLength, data, valueOffset, valueLength);
+    }
+
+    void emit(byte[] key, byte[] value) throws IOException {
+      emit(key, 0, key.length, value, 0, value.length);
+    }
+
+    private void emit(
+        byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset, int valueLength)
+        throws IOException {
+      keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
+      int hash = placement.hash(keyRow);
+      if (check != null && check.misplaced(hash)) {
+        Path file = source != null ? source : deltas.fileOf(key);
+        check.report(String.valueOf(file));
+      }
+      int p = StateStores.KeyPlacement.pmod(hash, writers.length);
+      if (writers[p] == null) {
+        paths[p] = new Path(stagingDir, "to-" + (firstTarget + p) + "-from-" + fileStem);
+        writers[p] = new SnapshotWriter(stagingFs, paths[p], codec, !concatenable(codec));
+      }
+      writers[p].append(key, keyOffset, keyLength, value, valueOffset, valueLength);
+      rows[p]++;
+      bytes[p] += keyLength + valueLength;
+      totalRows++;
+      totalBytes += keyLength + valueLength;
+    }
+
+    List<StateRedistributionJob.StagedFile> finish() throws IOException {
+      List<StateRedistributionJob.StagedFile> staged = new ArrayList<>();
+      for (int p = 0; p < writers.length; p++) {
+        if (writers[p] != null) {
+          writers[p].close();
+          writers[p] = null;
+          staged.add(
+              new StateRedistributionJob.StagedFile(
+                  firstTarget + p,
+                  stagingFs.makeQualified(paths[p]).toString(),
+                  rows[p],
+                  bytes[p],
+                  stagingFs.getFileStatus(paths[p]).getLen()));
+        }
+      }
+      return staged;
+    }
+
+    /** Closes what is open after a failure; the attempt folder's removal deletes the files. */
+    void abandon() {
+      for (SnapshotWriter writer : writers) {
+        if (writer != null) {
+          try {
+            writer.close();
+          } catch (IOException | RuntimeException ignored) {
+            // the failure that got us here is the one reported
+          }
+        }
+      }
+    }
+  }
+}

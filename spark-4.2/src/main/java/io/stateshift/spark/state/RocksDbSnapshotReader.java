@@ -1,0 +1,176 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.config.StateShiftConf;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
+import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
+import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
+import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
+import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.rocksdb.RocksDBException;
+
+/**
+ * One version of a RocksDB-backed partition, opened read-only from its snapshot, for a single pass
+ * over its keys.
+ *
+ * <p>Spark's provider loads a version read-write: it opens a fresh native instance (a new manifest,
+ * write-ahead log and options file, each synced), and closing it deletes them again. For a store
+ * read once and thrown away that is most of its time when the store is small (a join's four stores
+ * per partition). Here Spark's own file manager downloads the snapshot (its zip and SST files, by
+ * Spark's names and checks) and RocksDB opens it read-only with Spark's options: nothing is
+ * written, nothing is synced.
+ *
+ * <p>Only a version that has its own snapshot is read this way; one that must be rebuilt from an
+ * older snapshot and changelogs, or one with column families, goes through the provider ({@link
+ * #open} returns null).
+ */
+final class RocksDbSnapshotReader implements AutoCloseable {
+  /**
+   * {@code --conf spark.stateshift.rocksdb.readOnlySnapshots=false} loads every version with the
+   * provider.
+   */
+  static final boolean ENABLED = StateShiftConf.ROCKSDB_READ_ONLY_SNAPSHOTS.inTask();
+
+  private final org.rocksdb.RocksDB db;
+  private final File dir;
+
+  private RocksDbSnapshotReader(org.rocksdb.RocksDB db, File dir) {
+    this.db = db;
+    this.dir = dir;
+  }
+
+  /**
+   * Opens {@code version} of {@code store} read-only, or returns null when that version has no
+   * snapshot of its own (Spark's {@code <version>.zip}, or {@code <version>_<id>.zip} under state
+   * checkpoint format v2) or uses column families.
+   */
+  static RocksDbSnapshotReader open(
+      RocksDbTaskScope scope,
+      StateStoreId store,
+      long version,
+      scala.Option<String> checkpointId,
+      Configuration hadoopConf,
+      TaskTimer timer) {
+    Path zip =
+        new Path(
+            store.storeCheckpointLocation(),
+            version + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
+    try {
+      if (version <= 0 || !zip.getFileSystem(hadoopConf).exists(zip)) {
+        return null;
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read " + zip + ": " + e.getMessage(), e);
+    }
+    File dir = scope.newLocalDir("snapshot");
+    try {
+      RocksDBCheckpointMetadata metadata =
+          scope.conf().fileChecksumEnabled()
+              ? null
+              : linkedOnLocalDisk(zip, store, dir, hadoopConf);
+      if (metadata == null) {
+        RocksDBFileManager files = scope.fileManager(store, hadoopConf);
+        try {
+          metadata =
+              files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
+        } finally {
+          files.close();
+        }
+      }
+      timer.lap("download");
+      if (metadata.columnFamilyMapping().isDefined()
+          && metadata.columnFamilyMapping().get().nonEmpty()) {
+        RocksDbTaskScope.deleteRecursively(dir);
+        return null; // the provider's own load knows the column families' key prefixes
+      }
+      return new RocksDbSnapshotReader(
+          org.rocksdb.RocksDB.openReadOnly(scope.options(), dir.getAbsolutePath()), dir);
+    } catch (RocksDBException e) {
+      RocksDbTaskScope.deleteRecursively(dir);
+      throw new IllegalStateException(
+          "Cannot open version "
+              + version
+              + " of the RocksDB store "
+              + "in "
+              + dir
+              + " read-only: "
+              + e.getMessage(),
+          e);
+    } catch (RuntimeException e) {
+      RocksDbTaskScope.deleteRecursively(dir);
+      throw e;
+    }
+  }
+
+  /**
+   * On a local checkpoint: the zip unpacked into {@code dir} and each SST file hard-linked there
+   * under its local name, where Spark's file manager copies every file and writes a checksum file
+   * beside each copy. A link allocates no new file: on this kind of disk, a new file's inode search
+   * is much of the cost of a small store. Null (and {@code dir} emptied) when the checkpoint is not
+   * on the local file system or the version also has archived log files: then Spark's file manager
+   * does the download.
+   */
+  private static RocksDBCheckpointMetadata linkedOnLocalDisk(
+      Path zip, StateStoreId store, File dir, Configuration hadoopConf) {
+    try {
+      if (!(zip.getFileSystem(hadoopConf) instanceof LocalFileSystem local)) {
+        return null;
+      }
+      org.apache.spark.util.Utils.unzipFilesFromFile(local, zip, dir);
+      File metadataFile = new File(dir, "metadata");
+      RocksDBCheckpointMetadata metadata =
+          RocksDBCheckpointMetadata$.MODULE$.readFromFile(metadataFile);
+      if (!metadata.logFiles().isEmpty()) {
+        emptyFolder(dir);
+        return null;
+      }
+      Path ssts = new Path(store.storeCheckpointLocation(), "SSTs");
+      for (RocksDBSstFile sst : ScalaBridge.javaList(metadata.sstFiles())) {
+        java.nio.file.Path source = local.pathToFile(new Path(ssts, sst.dfsSstFileName())).toPath();
+        java.nio.file.Path target = new File(dir, sst.localFileName()).toPath();
+        RocksDbTaskScope.linkOrCopy(source, target);
+        if (Files.size(target) != sst.sizeBytes()) {
+          throw new IllegalStateException(
+              "The state file "
+                  + source
+                  + " holds "
+                  + Files.size(target)
+                  + " bytes, its version's metadata says "
+                  + sst.sizeBytes());
+        }
+      }
+      Files.delete(metadataFile.toPath());
+      return metadata;
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "Cannot read " + zip + " and its SST files: " + e.getMessage(), e);
+    }
+  }
+
+  private static void emptyFolder(File dir) {
+    File[] children = dir.listFiles();
+    if (children != null) {
+      for (File child : children) {
+        RocksDbTaskScope.deleteRecursively(child);
+      }
+    }
+  }
+
+  /** The native database, read-only. */
+  org.rocksdb.RocksDB db() {
+    return db;
+  }
+
+  @Override
+  public void close() {
+    db.close();
+    RocksDbTaskScope.deleteRecursively(dir);
+  }
+}

@@ -1,0 +1,80 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.StateCheckpointIds;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StatefulOperator;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.LayoutReading;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.checkpoint.spi.StateCount;
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.operators.stateful.join.SymmetricHashJoinStateManager$;
+import scala.Option;
+
+/** The state side of Spark 4.2's SparkLine: schemas, stores and the state exchanges. */
+public final class SparkState {
+  private SparkState() {}
+
+  public static StateLayout readLayout(
+      SparkSession spark, Checkpoint checkpoint, LayoutReading reading) {
+    return LayoutReader.read(spark, checkpoint, reading);
+  }
+
+  public static StatefulOperator deriveOperator(CheckpointFiles files, long operatorId) {
+    return OperatorWithoutMetadata.derive(files, operatorId);
+  }
+
+  /**
+   * Where a store's id sits in a partition's array, as Spark reads it: asks Spark's own lookup with
+   * an array whose entries are their positions.
+   */
+  public static int checkpointIdPosition(String storeName) {
+    String[][] probe = {{"0", "1", "2", "3"}};
+    Option<String> position =
+        SymmetricHashJoinStateManager$.MODULE$.getStateStoreCheckpointId(
+            storeName, 0, Option.apply(probe), false);
+    if (position.isEmpty()) {
+      throw new IllegalArgumentException("no checkpoint id position for store " + storeName);
+    }
+    return Integer.parseInt(position.get());
+  }
+
+  public static int partitionKeyColumns(StoreSpec store) {
+    return StateStores.KeyPlacement.partitionKeyColumns(store);
+  }
+
+  public static List<StateCount> countState(
+      SparkSession spark, StateLayout layout, long version, StateCheckpointIds checkpointIds) {
+    CheckpointFiles files = layout.checkpoint().files();
+    return new StateCensus(
+            files.path("state").toString(),
+            StateStores.storeConf(layout.storeConf()),
+            files.conf(),
+            layout.stores(),
+            layout.partitions(),
+            version,
+            checkpointIds)
+        .run(spark);
+  }
+
+  public static Redistribution redistribution(
+      StateLayout layout, String stagingDir, int newPartitions) {
+    CheckpointFiles files = layout.checkpoint().files();
+    var storeConf = StateStores.storeConf(layout.storeConf());
+    return new StateRedistributionJob(
+        files.path("state").toString(),
+        stagingDir,
+        storeConf,
+        files.conf(),
+        layout.stores(),
+        layout.partitions(),
+        newPartitions,
+        layout.lastCommitted(),
+        layout.rocksDb(),
+        storeConf.compressionCodec(),
+        layout.checkpointIds());
+  }
+}

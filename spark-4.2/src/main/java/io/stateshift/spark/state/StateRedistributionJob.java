@@ -1,0 +1,854 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.StateShiftException;
+import io.stateshift.checkpoint.PlacementCheck;
+import io.stateshift.checkpoint.StateCheckpointIds;
+import io.stateshift.checkpoint.StateFileDamage;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.protocol.FailPoints;
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.rdd.ShuffledRDD;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.util.CollectionAccumulator;
+import org.apache.spark.util.SerializableConfiguration;
+import org.apache.spark.util.TaskCompletionListener;
+import scala.Tuple2;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
+
+/**
+ * The Spark job that moves state: one task per old (store, partition) reads it and tags every
+ * record with its new partition; one shuffle groups records by (store, new partition); one task per
+ * new (store, partition) writes it into the staging area. Records travel as byte arrays with a raw
+ * serializer; only the key's partition is computed, with Spark's own hash. For RocksDB the read
+ * side encodes records as Spark's RocksDB encoders would and the shuffle sorts them by those key
+ * bytes, so each new partition becomes one SST file (see {@link RocksDbSnapshotWriter}).
+ */
+final class StateRedistributionJob implements Redistribution, Serializable {
+
+  /**
+   * A file a read task staged for one new partition (a file exchange, no shuffle): the target
+   * (store, new partition) it belongs to, its path, what it holds (rows, key and value bytes) and
+   * its own length, which the write task checks before it uses the file.
+   */
+  record StagedFile(int target, String path, long rows, long bytes, long fileBytes)
+      implements Serializable {}
+
+  /** What one read task of a file exchange produced: its counts and the files it staged. */
+  record ReadOutcome(PartitionCount count, List<StagedFile> files) implements Serializable {}
+
+  private record SourceTask(int slot, int partition) implements Serializable {}
+
+  private final String liveStateRoot;
+  private final String stagingRoot;
+  private final StateStoreConf storeConf;
+
+  /** The driver's Hadoop conf; tasks read {@link #sharedHadoopConf} instead. */
+  private final transient SerializableConfiguration hadoopConf;
+
+  /**
+   * The Hadoop conf as a broadcast, set by {@link #run}: an executor deserializes it once, and a
+   * local-mode task not at all (as a field of the job it was deserialized by every task: a
+   * thirtieth of a read task's CPU).
+   */
+  private Broadcast<SerializableConfiguration> sharedHadoopConf;
+
+  private final List<StoreSpec> stores;
+  private final int oldPartitions;
+  private final int newPartitions;
+  private final long readVersion;
+  private final long writeBatchId;
+  private final boolean rocksDb;
+  private final String compressionCodec;
+  private final StateCheckpointIds readCheckpointIds;
+
+  /** How each store's keys are checked against their old partition, by slot; absent: not. */
+  private java.util.Map<Integer, PlacementCheck.Mode> placementChecks = java.util.Map.of();
+
+  private CollectionAccumulator<String> placementNotes;
+
+  /** For RocksDB: SST ingestion or the provider's puts; null for the HDFS-backed store. */
+  private final RocksDbSnapshotWriter.Mode rocksDbMode;
+
+  private CollectionAccumulator<PartitionCount> readCounts;
+
+  /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
+  private boolean inProcessDeletes = true;
+
+  StateRedistributionJob(
+      String liveStateRoot,
+      String stagingRoot,
+      StateStoreConf storeConf,
+      Configuration hadoopConf,
+      List<StoreSpec> stores,
+      int oldPartitions,
+      int newPartitions,
+      long lastCommittedBatch,
+      boolean rocksDb,
+      String compressionCodec,
+      StateCheckpointIds readCheckpointIds) {
+    this.readCheckpointIds = readCheckpointIds;
+    this.liveStateRoot = liveStateRoot;
+    this.stagingRoot = stagingRoot;
+    this.storeConf = storeConf;
+    this.hadoopConf = new SerializableConfiguration(hadoopConf);
+    this.stores = List.copyOf(stores);
+    this.oldPartitions = oldPartitions;
+    this.newPartitions = newPartitions;
+    // Batch b commits state version b + 1; the repartition writes batch N + 1, so version N + 2.
+    this.readVersion = lastCommittedBatch + 1;
+    this.writeBatchId = lastCommittedBatch + 1;
+    this.rocksDb = rocksDb;
+    this.compressionCodec = compressionCodec;
+    // column families (transformWithState) go through the provider's puts: see ColumnFamilyStates
+    this.rocksDbMode =
+        !rocksDb
+            ? null
+            : stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
+                ? RocksDbSnapshotWriter.Mode.PUTS
+                : RocksDbSnapshotWriter.mode(storeConf);
+  }
+
+  /** The Hadoop conf, on the driver and in tasks. */
+  private Configuration hadoopConf() {
+    return sharedHadoopConf != null ? sharedHadoopConf.value().value() : hadoopConf.value();
+  }
+
+  /** The way new partitions are written, and why when it is the slower one. */
+  @Override
+  public String writeStrategy(SparkSession spark) {
+    chooseExchange(spark);
+    if (hdfsExchange) {
+      return "hdfs-file-exchange (raw bytes, no shuffle)";
+    }
+    if (!rocksDb) {
+      return "hdfs-snapshot";
+    }
+    if (sstExchange) {
+      return "rocksdb-sst-exchange (raw bytes, no shuffle)";
+    }
+    if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
+      return "rocksdb-sst-ingest";
+    }
+    String reason =
+        stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
+            ? "column families"
+            : RocksDbSnapshotWriter.reasonForPuts(storeConf);
+    return "rocksdb-puts (" + reason + ")";
+  }
+
+  /**
+   * How the read side checks, per store slot, that every key sits in the partition the recorded
+   * schema and the old count give it ({@link PlacementCheck}); the job fails (changing nothing) on
+   * the first key that does not, or notes the store where a subset placement is allowed.
+   */
+  @Override
+  public StateRedistributionJob checkPlacement(java.util.Map<Integer, PlacementCheck.Mode> modes) {
+    this.placementChecks = java.util.Map.copyOf(modes);
+    return this;
+  }
+
+  /** The check of one old partition of a store, or null when its keys are not checked. */
+  private PlacementCheck placementCheck(StoreSpec spec, int partition) {
+    PlacementCheck.Mode mode = placementChecks.get(spec.slot());
+    if (mode == null) {
+      return null;
+    }
+    CollectionAccumulator<String> notes = placementNotes;
+    return new PlacementCheck(
+        mode, spec, oldPartitions, partition, checkpointRoot(), note -> notes.add(note));
+  }
+
+  private String checkpointRoot() {
+    return new Path(liveStateRoot).getParent().toString();
+  }
+
+  /** The checkpoint files a version of a partition is read from, for errors. */
+  private String versionFiles(StoreSpec spec, int partition) {
+    return spec.dir(partition) + " version " + readVersion;
+  }
+
+  /**
+   * The refusal for a version that RocksDB reports damaged, naming the checkpoint's SST file where
+   * RocksDB names its local copy (Spark stores local {@code 000009.sst} as {@code
+   * SSTs/000009-<uuid>.sst}).
+   */
+  private StateShiftException rocksDbDamage(
+      StoreSpec spec, int partition, String source, Throwable e) {
+    String problem = e.getMessage();
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof org.rocksdb.RocksDBException) {
+        problem = t.getMessage();
+      }
+    }
+    String file = source;
+    java.util.regex.Matcher sst =
+        java.util.regex.Pattern.compile("(\\d+)\\.sst").matcher(String.valueOf(problem));
+    if (sst.find()) {
+      Path ssts = new Path(new Path(checkpointRoot(), spec.dir(partition)), "SSTs");
+      try {
+        List<String> named = new ArrayList<>();
+        for (org.apache.hadoop.fs.FileStatus f :
+            ssts.getFileSystem(hadoopConf()).listStatus(ssts)) {
+          if (f.getPath().getName().startsWith(sst.group(1) + "-")) {
+            named.add(spec.dir(partition) + "/SSTs/" + f.getPath().getName());
+          }
+        }
+        if (!named.isEmpty()) {
+          file = String.join(", ", named) + " (" + source + ")";
+        }
+      } catch (IOException | RuntimeException ignored) {
+        // the version is named instead
+      }
+    }
+    return StateFileDamage.refusal(checkpointRoot(), file, "RocksDB: " + problem, e);
+  }
+
+  long writtenVersion() {
+    return writeBatchId + 1;
+  }
+
+  /**
+   * Whether RocksDB partitions move as raw SST files without a shuffle ({@link
+   * RocksDbSstExchange}), and HDFS-backed ones as raw staged files ({@link HdfsFileExchange});
+   * chosen from the session's conf by {@link #run} and {@link #writeStrategy}.
+   */
+  private boolean sstExchange;
+
+  private boolean hdfsExchange;
+
+  private void chooseExchange(SparkSession spark) {
+    sstExchange =
+        rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+            && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
+            && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+    // State checkpoint format v2 names files by unique id: the provider reads those.
+    hdfsExchange =
+        !rocksDb
+            && readCheckpointIds == null
+            && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
+            && !"shuffle".equals(spark.conf().get(HdfsFileExchange.EXCHANGE_CONF, "files"));
+  }
+
+  @Override
+  public Outcome run(SparkSession spark) {
+    sharedHadoopConf =
+        JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(hadoopConf);
+    placementNotes = new CollectionAccumulator<>();
+    spark.sparkContext().register(placementNotes, "stateshift.placementNotes");
+    try {
+      return runJobs(spark);
+    } finally {
+      // an on-demand repartition runs in the user's long-lived session: nothing is left behind
+      sharedHadoopConf.destroy();
+      sharedHadoopConf = null;
+    }
+  }
+
+  private Outcome runJobs(SparkSession spark) {
+    chooseExchange(spark);
+    inProcessDeletes = !"false".equals(spark.conf().get(InProcessDeletes.CONF, "true"));
+    if (sstExchange) {
+      return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles, true);
+    }
+    if (hdfsExchange) {
+      return runFileExchange(
+          spark,
+          (task, scope) -> splitHdfsFiles(task),
+          (spec, partition, files, scope) -> concatenateHdfsFiles(spec, partition, files),
+          false);
+    }
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    readCounts = new CollectionAccumulator<>();
+    jsc.sc().register(readCounts, "stateshift.readCounts");
+    List<SourceTask> sources = new ArrayList<>();
+    for (StoreSpec store : stores) {
+      for (int p = 0; p < oldPartitions; p++) {
+        sources.add(new SourceTask(store.slot(), p));
+      }
+    }
+    int targets = stores.size() * newPartitions;
+    RDD<Tuple2<byte[], Object>> tagged =
+        jsc.parallelize(sources, sources.size()).flatMap(this::read).rdd();
+    ShuffledRDD<byte[], Object, Object> shuffled =
+        new ShuffledRDD<>(
+            tagged, new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
+    shuffled.setSerializer(new RawRecordSerializer());
+    if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
+      // sorted by the RocksDB key bytes within each partition; Spark's sorter spills to disk
+      shuffled.setKeyOrdering(
+          scala.math.Ordering$.MODULE$.comparatorToOrdering(new StateRecords.KeyBytesOrder()));
+    }
+    List<PartitionCount> written =
+        shuffled.toJavaRDD().mapPartitionsWithIndex(this::write, false).collect();
+    return new Outcome(
+        List.copyOf(readCounts.value()), List.copyOf(written), List.copyOf(placementNotes.value()));
+  }
+
+  // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
+
+  /** Where the read tasks stage their files: next to the attempt's staged state. */
+  private String exchangeDir() {
+    return new Path(new Path(stagingRoot).getParent(), "exchange").toString();
+  }
+
+  /**
+   * Splits one old partition of a store into staged files; {@code scope} is what the task's RocksDB
+   * stores share, null for HDFS-backed ones. (The job and its methods are serializable.)
+   */
+  private interface ReadStep extends Serializable {
+    ReadOutcome read(SourceTask task, RocksDbTaskScope scope);
+  }
+
+  /** Writes one new partition of a store from the files staged for it. */
+  private interface WriteStep extends Serializable {
+    PartitionCount write(
+        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope);
+  }
+
+  /**
+   * Generates the code of each store's key placement, where {@link PartitionHash} does not cover
+   * the key's types, on a background thread while the job's first tasks start and load their
+   * stores: in local mode they share this JVM's cache of generated code, so they find it compiled
+   * (in a fresh JVM, Janino's first compilation takes a tenth of a second, and both first tasks
+   * would wait for it).
+   */
+  private void compilePlacementsAhead() {
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                for (StoreSpec spec : stores) {
+                  if (!spec.hasColumnFamilies()) {
+                    new StateStores.KeyPlacement(spec, newPartitions);
+                  }
+                }
+              } catch (RuntimeException | LinkageError e) {
+                // a head start only: each task compiles what it does not find
+              }
+            },
+            "stateshift-placement-codegen");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /**
+   * The read stage runs {@code split} for each (store, old partition), the write stage {@code
+   * write} for each (store, new partition) with the files staged for it; a task runs its share of
+   * these on a few threads, with one {@link RocksDbTaskScope} when {@code rocksDbScope}.
+   */
+  private Outcome runFileExchange(
+      SparkSession spark, ReadStep split, WriteStep write, boolean rocksDbScope) {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    // Several stores (a join's four): a task per core, not per partition, each working through
+    // its share of (store, partition) items on a few threads of its own, so that a slow store
+    // holds up no wave of tasks and 96 small RocksDB instances cost no task launch each. One
+    // store: a task per old partition, which Spark balances and shows as progress.
+    int cores = Math.max(1, jsc.defaultParallelism());
+    int readTasks = stores.size() == 1 ? oldPartitions : Math.min(oldPartitions, cores);
+    List<List<SourceTask>> sources = new ArrayList<>();
+    for (int t = 0; t < readTasks; t++) {
+      List<SourceTask> share = new ArrayList<>();
+      for (int p = t; p < oldPartitions; p += readTasks) {
+        for (StoreSpec store : stores) {
+          share.add(new SourceTask(store.slot(), p));
+        }
+      }
+      sources.add(share);
+    }
+    if (spark.sparkContext().isLocal()) {
+      compilePlacementsAhead();
+    }
+    // As many threads as stores: one old partition's stores at a time (a join's four are small;
+    // a single big store is walked by one thread per core).
+    int readThreads = stores.size();
+    List<ReadOutcome> reads =
+        jsc.parallelize(sources, sources.size())
+            .flatMap(
+                share -> {
+                  beginTask();
+                  try (RocksDbTaskScope scope = rocksDbScope ? taskScope(liveStateRoot) : null) {
+                    return onThreads(share, readThreads, task -> split.read(task, scope))
+                        .iterator();
+                  }
+                })
+            .collect();
+    int targets = stores.size() * newPartitions;
+    List<List<StagedFile>> filesPerTarget = new ArrayList<>();
+    for (int t = 0; t < targets; t++) {
+      filesPerTarget.add(new ArrayList<>());
+    }
+    List<PartitionCount> read = new ArrayList<>();
+    for (ReadOutcome outcome : reads) {
+      read.add(outcome.count());
+      outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
+    }
+    // A write mostly waits (RocksDB open, ingest, upload: file creation and fsyncs), so each task
+    // writes several new partitions at once.
+    int partitionsAtOnce =
+        Math.max(
+            1, Math.min(WRITE_THREADS_PER_TASK / stores.size(), ceilDiv(newPartitions, cores)));
+    int writeThreads = partitionsAtOnce * stores.size();
+    int writeTasks =
+        stores.size() == 1
+            ? ceilDiv(newPartitions, partitionsAtOnce)
+            : Math.min(newPartitions, cores);
+    List<List<Tuple2<Integer, List<StagedFile>>>> writes = new ArrayList<>();
+    for (int task = 0; task < writeTasks; task++) {
+      List<Tuple2<Integer, List<StagedFile>>> share = new ArrayList<>();
+      for (int p = task; p < newPartitions; p += writeTasks) {
+        for (StoreSpec store : stores) {
+          int t = store.slot() * newPartitions + p;
+          share.add(new Tuple2<>(t, filesPerTarget.get(t)));
+        }
+      }
+      writes.add(share);
+    }
+    List<PartitionCount> written =
+        jsc.parallelize(writes, writes.size())
+            .flatMap(
+                share -> {
+                  beginTask();
+                  try (RocksDbTaskScope scope =
+                      rocksDbScope ? taskScope(stagingRoot + "/state") : null) {
+                    return onThreads(share, writeThreads, t -> writeTarget(t, write, scope))
+                        .iterator();
+                  }
+                })
+            .collect();
+    try {
+      Path exchange = new Path(exchangeDir());
+      exchange.getFileSystem(hadoopConf()).delete(exchange, true);
+    } catch (IOException e) {
+      // left for the attempt folder's removal; the staged files are not part of the checkpoint
+    }
+    return new Outcome(
+        List.copyOf(read), List.copyOf(written), List.copyOf(placementNotes.value()));
+  }
+
+  /** First in every task of the job. */
+  private void beginTask() {
+    CompactionThreads.untilThisTaskEnds();
+    if (inProcessDeletes) {
+      InProcessDeletes.untilThisTaskEnds();
+    }
+  }
+
+  /** Threads one write task of the SST exchange runs at most (stores x new partitions). */
+  private static final int WRITE_THREADS_PER_TASK = 4;
+
+  private static int ceilDiv(int a, int b) {
+    return (a + b - 1) / Math.max(1, b);
+  }
+
+  /**
+   * Runs {@code work} for every item of one task's share on at most {@code threads} threads,
+   * results in the items' order. Most of a small store's time goes to the fixed steps of a RocksDB
+   * instance (open, upload: file creation, fsyncs), which overlap well.
+   */
+  private static <T, R> List<R> onThreads(
+      List<T> items, int threads, java.util.function.Function<T, R> work) {
+    if (items.size() == 1 || threads <= 1) {
+      List<R> results = new ArrayList<>();
+      items.forEach(item -> results.add(work.apply(item)));
+      return results;
+    }
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(
+            Math.min(threads, items.size()),
+            r -> {
+              Thread t = new Thread(r, "stateshift-store");
+              t.setDaemon(true);
+              return t;
+            });
+    try {
+      List<java.util.concurrent.Future<R>> running = new ArrayList<>();
+      for (T item : items) {
+        running.add(pool.submit(() -> work.apply(item)));
+      }
+      List<R> results = new ArrayList<>();
+      for (java.util.concurrent.Future<R> future : running) {
+        try {
+          results.add(future.get());
+        } catch (java.util.concurrent.ExecutionException e) {
+          running.forEach(f -> f.cancel(true));
+          if (e.getCause() instanceof RuntimeException runtime) {
+            throw runtime;
+          }
+          throw new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+          running.forEach(f -> f.cancel(true));
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted", e);
+        }
+      }
+      return results;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  /** What one task's RocksDB stores under {@code stateRoot} share. */
+  private RocksDbTaskScope taskScope(String stateRoot) {
+    return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf());
+  }
+
+  private ReadOutcome splitIntoSstFiles(SourceTask task, RocksDbTaskScope scope) {
+    StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    PlacementCheck check = placementCheck(spec, task.partition());
+    scala.Option<String> checkpointId =
+        StateStores.checkpointId(readCheckpointIds, spec, task.partition());
+    String source = versionFiles(spec, task.partition());
+    try {
+      if (RocksDbSnapshotReader.ENABLED && scope != null) {
+        try (RocksDbSnapshotReader snapshot =
+            RocksDbSnapshotReader.open(
+                scope,
+                new StateStoreId(
+                    liveStateRoot, spec.operatorId(), task.partition(), spec.storeName()),
+                readVersion,
+                checkpointId,
+                hadoopConf(),
+                timer)) {
+          if (snapshot != null) {
+            timer.lap("open-read-only");
+            String zip =
+                spec.dir(task.partition())
+                    + "/"
+                    + readVersion
+                    + (checkpointId.isDefined() ? "_" + checkpointId.get() : "")
+                    + ".zip";
+            return RocksDbSstExchange.split(
+                snapshot,
+                scope,
+                spec,
+                task.partition(),
+                placement,
+                check,
+                zip,
+                spec.slot() * newPartitions,
+                newPartitions,
+                exchangeDir(),
+                hadoopConf(),
+                timer);
+          }
+        }
+      }
+      StateStoreProvider provider =
+          StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
+      try {
+        ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
+        timer.lap("load");
+        try {
+          return RocksDbSstExchange.split(
+              store,
+              spec,
+              task.partition(),
+              placement,
+              check,
+              source,
+              spec.slot() * newPartitions,
+              newPartitions,
+              exchangeDir(),
+              hadoopConf(),
+              timer);
+        } finally {
+          store.release();
+        }
+      } finally {
+        provider.close();
+      }
+    } catch (RuntimeException e) {
+      if (!(e instanceof StateShiftException) && RocksDbSstExchange.isCorruption(e)) {
+        throw rocksDbDamage(spec, task.partition(), source, e);
+      }
+      throw e;
+    } finally {
+      timer.lap("close");
+      timer.report();
+    }
+  }
+
+  /** Runs {@code write} for one (store, new partition) target with the files staged for it. */
+  private PartitionCount writeTarget(
+      Tuple2<Integer, List<StagedFile>> target, WriteStep write, RocksDbTaskScope scope) {
+    if (target._1() == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task"); // while other partitions may be half written
+    }
+    return write.write(
+        stores.get(target._1() / newPartitions), target._1() % newPartitions, target._2(), scope);
+  }
+
+  private PartitionCount ingestSstFiles(
+      StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
+    RocksDbSnapshotWriter.Written written =
+        RocksDbSstExchange.ingest(
+            stagingRoot + "/state",
+            spec,
+            partition,
+            storeConf,
+            hadoopConf(),
+            writeBatchId,
+            files,
+            scope);
+    return new PartitionCount(
+        spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
+  }
+
+  private ReadOutcome splitHdfsFiles(SourceTask task) {
+    StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    try {
+      return HdfsFileExchange.split(
+          new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())),
+          readVersion,
+          spec,
+          task.partition(),
+          new StateStores.KeyPlacement(spec, newPartitions),
+          placementCheck(spec, task.partition()),
+          spec.slot() * newPartitions,
+          newPartitions,
+          exchangeDir(),
+          compressionCodec,
+          checkpointRoot(),
+          hadoopConf(),
+          timer);
+    } finally {
+      timer.report();
+    }
+  }
+
+  private PartitionCount concatenateHdfsFiles(
+      StoreSpec spec, int partition, List<StagedFile> files) {
+    return HdfsFileExchange.writeSnapshot(
+        snapshotFile(spec, partition), spec, partition, files, compressionCodec, hadoopConf());
+  }
+
+  private Path snapshotFile(StoreSpec spec, int partition) {
+    return new Path(new Path(stagingRoot, spec.dir(partition)), writtenVersion() + ".snapshot");
+  }
+
+  private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
+  private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
+
+  // ---- read side: runs in a task per old (store, partition) ----
+
+  private Iterator<Tuple2<byte[], Object>> read(SourceTask task) {
+    beginTask();
+    StoreSpec spec = stores.get(task.slot());
+    if (spec.hasColumnFamilies()) {
+      return readColumnFamilies(task, spec);
+    }
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    StateStoreProvider provider =
+        StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
+    ReadStateStore store;
+    try {
+      store =
+          StateStores.loadToRead(
+              provider,
+              readVersion,
+              StateStores.checkpointId(readCheckpointIds, spec, task.partition()));
+    } catch (RuntimeException e) {
+      provider.close();
+      if (RocksDbSstExchange.isCorruption(e)) {
+        throw rocksDbDamage(spec, task.partition(), versionFiles(spec, task.partition()), e);
+      }
+      throw e;
+    }
+    StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    timer.lap("load");
+    TaskContext.get()
+        .addTaskCompletionListener(
+            (TaskCompletionListener)
+                context -> {
+                  timer.lap("iterate+shuffle-write");
+                  rows.close();
+                  store.release();
+                  provider.close();
+                  timer.lap("close");
+                  timer.report();
+                });
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    PlacementCheck check = placementCheck(spec, task.partition());
+    String source = versionFiles(spec, task.partition());
+    RocksDbSnapshotWriter.Encoding encoding =
+        rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+            ? new RocksDbSnapshotWriter.Encoding(spec)
+            : null;
+    int firstTarget = spec.slot() * newPartitions;
+    return new Iterator<>() {
+      long count;
+      long bytes;
+      boolean reported;
+
+      @Override
+      public boolean hasNext() {
+        boolean more = rows.hasNext();
+        if (!more && !reported) {
+          reported = true;
+          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes, null));
+        }
+        return more;
+      }
+
+      @Override
+      public Tuple2<byte[], Object> next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        UnsafeRowPair pair = rows.next();
+        int hash = placement.hash(pair.key());
+        if (check != null && check.misplaced(hash)) {
+          check.report(source);
+        }
+        int target = firstTarget + StateStores.KeyPlacement.pmod(hash, newPartitions);
+        byte[] record =
+            encoding != null
+                ? encoding.record(target, pair.key(), pair.value())
+                : StateRecords.pack(target, pair.key(), pair.value());
+        count++;
+        bytes += pair.key().getSizeInBytes() + pair.value().getSizeInBytes();
+        return new Tuple2<>(record, null);
+      }
+    };
+  }
+
+  /** The read side for a store with several column families (transformWithState). */
+  private Iterator<Tuple2<byte[], Object>> readColumnFamilies(SourceTask task, StoreSpec spec) {
+    ColumnFamilyStates.Reader reader =
+        new ColumnFamilyStates.Reader(
+            liveStateRoot,
+            spec,
+            task.partition(),
+            readVersion,
+            StateStores.checkpointId(readCheckpointIds, spec, task.partition()),
+            storeConf,
+            hadoopConf());
+    TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
+    Iterator<ColumnFamilyStates.Entry> entries =
+        reader.entries(
+            spec,
+            newPartitions,
+            placementCheck(spec, task.partition()),
+            versionFiles(spec, task.partition()));
+    int firstTarget = spec.slot() * newPartitions;
+    return new Iterator<>() {
+      long count;
+      long bytes;
+      boolean reported;
+
+      @Override
+      public boolean hasNext() {
+        boolean more = entries.hasNext();
+        if (!more && !reported) {
+          reported = true;
+          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes, null));
+        }
+        return more;
+      }
+
+      @Override
+      public Tuple2<byte[], Object> next() {
+        ColumnFamilyStates.Entry entry = entries.next();
+        count++;
+        bytes += entry.bytes();
+        return new Tuple2<>(entry.record(firstTarget + entry.newPartition()), null);
+      }
+    };
+  }
+
+  // ---- write side: runs in a task per new (store, partition) ----
+
+  private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> shuffled) {
+    beginTask();
+    StoreSpec spec = stores.get(target / newPartitions);
+    int partition = target % newPartitions;
+    if (target == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task"); // while other partitions may be half written
+    }
+    Iterator<byte[]> records =
+        new Iterator<>() {
+          @Override
+          public boolean hasNext() {
+            return shuffled.hasNext();
+          }
+
+          @Override
+          public byte[] next() {
+            return shuffled.next()._1();
+          }
+        };
+    String stateRoot = stagingRoot + "/state";
+    PartitionCount count;
+    if (!rocksDb) {
+      count = writeHdfsSnapshot(spec, partition, records);
+    } else if (spec.hasColumnFamilies()) {
+      RocksDbSnapshotWriter.Written written =
+          ColumnFamilyStates.write(
+              stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records);
+      count =
+          new PartitionCount(
+              spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
+    } else {
+      RocksDbSnapshotWriter.Written written =
+          rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+              ? RocksDbSnapshotWriter.writeSorted(
+                  stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records)
+              : RocksDbSnapshotWriter.writeWithPuts(
+                  stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records);
+      count =
+          new PartitionCount(
+              spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
+    }
+    return List.of(count).iterator();
+  }
+
+  /**
+   * The HDFS-backed store's snapshot format is simple enough to write directly: a compressed stream
+   * of [keyLength][key][valueLength][value] records ended by -1.
+   */
+  private PartitionCount writeHdfsSnapshot(
+      StoreSpec spec, int partition, Iterator<byte[]> records) {
+    Path file = snapshotFile(spec, partition);
+    long rows = 0;
+    long bytes = 0;
+    try (HdfsFileExchange.SnapshotWriter out =
+        new HdfsFileExchange.SnapshotWriter(
+            file.getFileSystem(hadoopConf()), file, HdfsFileExchange.codec(compressionCodec))) {
+      while (records.hasNext()) {
+        byte[] record = records.next();
+        int keyLength = StateRecords.keyLength(record);
+        int valueOffset = StateRecords.valueOffset(record);
+        int valueLength = record.length - valueOffset;
+        out.append(record, StateRecords.HEADER, keyLength, record, valueOffset, valueLength);
+        rows++;
+        bytes += keyLength + valueLength;
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot write " + file + ": " + e.getMessage(), e);
+    }
+    return new PartitionCount(spec.slot(), partition, rows, bytes, null);
+  }
+}
