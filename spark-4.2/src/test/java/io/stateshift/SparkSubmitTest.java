@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.testing.AppJar;
 import io.stateshift.testing.ProjectFiles;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StreamRun;
@@ -15,8 +16,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -41,7 +40,7 @@ class SparkSubmitTest {
     Path libraryJar = builtJar("stateshift.libraryJar");
     Path runtimeJar = builtJar("stateshift.runtimeJar");
     Path repo = localRepository(libraryJar);
-    Path appJar = appJar();
+    Path appJar = AppJar.of(tmp.resolve("app.jar"), SubmitApp.class);
     Path input = tmp.resolve("input");
     String checkpoint = tmp.resolve("checkpoint").toString();
     String sink = tmp.resolve("sink").toString();
@@ -138,22 +137,6 @@ class SparkSubmitTest {
         ProjectFiles.root().resolve("pom.xml"),
         parent.resolve("stateshift-parent-" + version + ".pom"));
     return repo;
-  }
-
-  /** The application's jar: the app class only (stateshift comes from --packages or --jars). */
-  private Path appJar() throws Exception {
-    Path jar = tmp.resolve("app.jar");
-    Path classes = Path.of("target/test-classes");
-    try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
-        var files = Files.walk(classes.resolve("io/stateshift/testing"))) {
-      for (Path f :
-          files.filter(p -> p.getFileName().toString().startsWith("SubmitApp")).toList()) {
-        out.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
-        Files.copy(f, out);
-        out.closeEntry();
-      }
-    }
-    return jar;
   }
 
   /** Runs spark-submit in a new JVM; returns the app's result lines as a map. */

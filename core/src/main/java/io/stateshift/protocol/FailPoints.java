@@ -7,9 +7,11 @@ import org.apache.spark.SparkEnv;
 /**
  * Named points between the write steps of a repartition, where tests stop the process the hard way
  * ({@code spark.stateshift.test.failpoint=<name>} in the application's conf, e.g. {@code
- * -Dspark.stateshift.test.failpoint=<name>}: SIGKILL, as a crash or an evicted container would).
- * Tests that fail single file system operations use the names to group the operations into steps
- * ({@link #observe}). Without the property and an observer every point is a no-op.
+ * -Dspark.stateshift.test.failpoint=<name>}, which reaches executors: SIGKILL, as a crash or an
+ * evicted container would). In a task, only the first attempt is killed, so that a retry on another
+ * executor can finish the job. Tests that fail single file system operations use the names to group
+ * the operations into steps ({@link #observe}). Without the setting and an observer every point is
+ * a no-op.
  */
 public final class FailPoints {
   public static final String PROPERTY = StateShiftConf.FAILPOINT.key();
@@ -53,6 +55,10 @@ public final class FailPoints {
             : StateShiftConf.FAILPOINT.onDriver();
     if (!armed.equals(name)) {
       return;
+    }
+    org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+    if (task != null && (task.attemptNumber() > 0 || task.stageAttemptNumber() > 0)) {
+      return; // a retry: the crash already happened
     }
     System.err.println("stateshift: failpoint " + name + " reached, killing the process");
     System.err.flush();

@@ -402,16 +402,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       read.add(outcome.count());
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
     }
-    // A write mostly waits (RocksDB open, ingest, upload: file creation and fsyncs), so each task
-    // writes several new partitions at once.
-    int partitionsAtOnce =
-        Math.max(
-            1, Math.min(WRITE_THREADS_PER_TASK / stores.size(), ceilDiv(newPartitions, cores)));
-    int writeThreads = partitionsAtOnce * stores.size();
-    int writeTasks =
-        stores.size() == 1
-            ? ceilDiv(newPartitions, partitionsAtOnce)
-            : Math.min(newPartitions, cores);
+    WriteSharing sharing =
+        WriteSharing.of(
+            stores.size(),
+            newPartitions,
+            cores,
+            spark.sparkContext().conf().getInt("spark.task.cpus", 1));
+    int writeThreads = sharing.threadsPerTask();
+    int writeTasks = sharing.tasks();
     List<List<Tuple2<Integer, List<StagedFile>>>> writes = new ArrayList<>();
     for (int task = 0; task < writeTasks; task++) {
       List<Tuple2<Integer, List<StagedFile>>> share = new ArrayList<>();
@@ -453,8 +451,26 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     }
   }
 
-  /** Threads one write task of the SST exchange runs at most (stores x new partitions). */
-  private static final int WRITE_THREADS_PER_TASK = 4;
+  /**
+   * How the write stage shares the (store, new partition) targets among tasks: a task runs on the
+   * cores Spark grants it ({@code spark.task.cpus}), so it writes at most that many targets at
+   * once, on as many threads; the tasks that run at once are the cores over {@code
+   * spark.task.cpus}. One store: as many tasks as it takes to write every partition in one wave of
+   * them (so a task with several cores writes several partitions); several stores: a task per slot,
+   * each with its share of new partitions, all their stores.
+   */
+  record WriteSharing(int tasks, int threadsPerTask) {
+    static WriteSharing of(int stores, int newPartitions, int cores, int taskCpus) {
+      int threads = Math.max(1, taskCpus);
+      int slots = Math.max(1, cores / threads);
+      if (stores == 1) {
+        int partitionsAtOnce = Math.min(threads, ceilDiv(newPartitions, slots));
+        return new WriteSharing(ceilDiv(newPartitions, partitionsAtOnce), partitionsAtOnce);
+      }
+      int tasks = Math.max(1, Math.min(newPartitions, slots));
+      return new WriteSharing(tasks, Math.min(threads, stores * ceilDiv(newPartitions, tasks)));
+    }
+  }
 
   private static int ceilDiv(int a, int b) {
     return (a + b - 1) / Math.max(1, b);

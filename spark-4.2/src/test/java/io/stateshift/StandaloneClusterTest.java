@@ -1,0 +1,285 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.protocol.FailPoints;
+import io.stateshift.testing.AppJar;
+import io.stateshift.testing.SparkEventLog;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StandaloneCluster;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.SubmitApp;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * stateshift on a real Spark standalone cluster (a Master and two Workers of 1 core each, as JVMs
+ * of their own, see {@link StandaloneCluster}) with the checkpoint on HDFS (a MiniDFSCluster in
+ * this JVM), installed as users install it: the Workers' class path has Spark but not stateshift.
+ *
+ * <ul>
+ *   <li>The command line, {@code repartition --master spark://...}, from its jar: it ships its jar
+ *       to the executors itself, and the work runs as tasks on both executors.
+ *   <li>The on-demand path in an application submitted to the cluster with {@code --jars} and
+ *       {@code spark.sql.streaming.stateStore.partitions}.
+ *   <li>An executor killed with SIGKILL in a write task ({@code spark.stateshift.test.failpoint},
+ *       which reaches executors through Spark's conf): the task runs again on another executor.
+ * </ul>
+ *
+ * Each time, the query's output after the change equals its uninterrupted run's, read back as users
+ * read it; the event log (as the history server reads it) tells where the tasks ran.
+ */
+class StandaloneClusterTest {
+  private static final int FIRST_PORT = 19200;
+  private static MiniDFSCluster hdfs;
+  private static StandaloneCluster cluster;
+
+  /**
+   * The command-line tests' shared start: three input files, a checkpoint of the grouped count
+   * after the first two (RocksDB, 4 partitions; each test repartitions a copy of it) and the
+   * uninterrupted run's output over all three.
+   */
+  private static StreamRun input;
+
+  private static String startingCheckpoint;
+  private static List<String> oracleRows;
+
+  private final SparkSession spark = SparkTestSession.get();
+  @TempDir Path tmp;
+
+  @BeforeAll
+  static void startClusters(@TempDir Path base) throws Exception {
+    Configuration conf = new Configuration();
+    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, base.resolve("hdfs").toString());
+    hdfs = new MiniDFSCluster.Builder(conf).numDataNodes(1).build();
+    hdfs.waitActive();
+    SparkSession spark = SparkTestSession.get();
+    input = new StreamRun(spark, base.resolve("input"));
+    input.writeEvents(0, 40_000, 50_000);
+    input.writeEvents(1, 40_000, 50_000);
+    startingCheckpoint = hdfs.getURI() + "/checkpoints/start";
+    input.runAvailable(
+        StatefulQueries.GROUPED_COUNT,
+        startingCheckpoint,
+        base.resolve("start-sink"),
+        StateStores.ROCKSDB.withPartitions(4));
+    input.writeEvents(2, 40_000, 50_000);
+    StreamRun oracle = new StreamRun(spark, base.resolve("input"));
+    oracle.runAvailable(
+        StatefulQueries.GROUPED_COUNT,
+        base.resolve("oracle-checkpoint"),
+        base.resolve("oracle-sink"),
+        StateStores.HDFS.withPartitions(2));
+    oracleRows = oracle.sinkRows(base.resolve("oracle-sink"), StatefulQueries.GROUPED_COUNT);
+    cluster =
+        StandaloneCluster.start(
+            base.resolve("spark"),
+            AppJar.testClasses().resolveSibling("standalone-cluster"),
+            FIRST_PORT,
+            2);
+  }
+
+  @AfterAll
+  static void stopClusters() throws Exception {
+    try {
+      if (cluster != null) {
+        cluster.close();
+      }
+    } finally {
+      if (hdfs != null) {
+        hdfs.shutdown();
+      }
+    }
+  }
+
+  @Test
+  void commandLineShipsItsJarAndRepartitionsOnBothExecutors() throws Exception {
+    String checkpoint = copyOfStartingCheckpoint("cli");
+
+    Path events = tmp.resolve("events");
+    int exit =
+        cli(
+            "cli",
+            events,
+            Map.of(),
+            "repartition",
+            "--checkpoint",
+            checkpoint,
+            "--partitions",
+            "6",
+            "--assume-stopped");
+    assertThat(exit).as("exit code; see %s", cluster.logDir()).isZero();
+
+    SparkEventLog log = SparkEventLog.read(events);
+    assertThat(log.sparkProperties().get("spark.jars"))
+        .as("the command line shipped its own jar")
+        .contains(Path.of(System.getProperty("stateshift.libraryJar")).toUri().toString());
+    assertThat(log.stateshiftTasks()).allMatch(SparkEventLog.TaskRun::succeeded);
+    assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
+
+    Path sink = tmp.resolve("sink");
+    input.runAvailable(
+        StatefulQueries.GROUPED_COUNT, checkpoint, sink, StateStores.ROCKSDB.withPartitions(4));
+    assertThat(StateShift.get(spark).inspect(checkpoint).partitions()).isEqualTo(6);
+    assertThat(input.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
+        .hasSizeGreaterThan(40_000)
+        .containsExactlyElementsOf(oracleRows);
+  }
+
+  @Test
+  void anExecutorKilledInAWriteTaskIsReplacedAndTheResultStaysCorrect() throws Exception {
+    String checkpoint = copyOfStartingCheckpoint("killed");
+
+    Path events = tmp.resolve("events");
+    int exit =
+        cli(
+            "killed",
+            events,
+            Map.of(FailPoints.PROPERTY, "staging-task"),
+            "repartition",
+            "--checkpoint",
+            checkpoint,
+            "--partitions",
+            "3",
+            "--assume-stopped");
+    assertThat(exit).as("exit code; see %s", cluster.logDir()).isZero();
+
+    SparkEventLog log = SparkEventLog.read(events);
+    List<SparkEventLog.TaskRun> lost =
+        log.stateshiftTasks().stream().filter(t -> !t.succeeded()).toList();
+    assertThat(lost).as("tasks lost with their executor").isNotEmpty();
+    assertThat(lost).allMatch(t -> t.endReason().equals("ExecutorLostFailure"));
+    assertThat(log.removedExecutors()).isNotEmpty();
+    for (SparkEventLog.TaskRun failed : lost) {
+      assertThat(log.stateshiftTasks())
+          .as("the task of %s ran again on another executor", failed)
+          .anyMatch(
+              t ->
+                  t.succeeded()
+                      && t.stage() >= failed.stage()
+                      && t.index() == failed.index()
+                      && !t.executor().equals(failed.executor()));
+    }
+
+    assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
+    Path sink = tmp.resolve("sink");
+    input.runAvailable(
+        StatefulQueries.GROUPED_COUNT, checkpoint, sink, StateStores.ROCKSDB.withPartitions(4));
+    assertThat(StateShift.get(spark).inspect(checkpoint).partitions()).isEqualTo(3);
+    assertThat(input.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
+        .hasSizeGreaterThan(40_000)
+        .containsExactlyElementsOf(oracleRows);
+  }
+
+  @Test
+  void anApplicationOnTheClusterRepartitionsAtRestartWithJarsAndOneSetting() throws Exception {
+    String checkpoint = hdfs.getURI() + "/checkpoints/on-demand";
+    Path input = tmp.resolve("input");
+    StreamRun run = new StreamRun(spark, input);
+    Path sink = tmp.resolve("sink");
+    run.writeEvents(0, 40_000, 5_000);
+    run.writeEvents(1, 40_000, 5_000);
+    spark.conf().set("spark.sql.shuffle.partitions", "3");
+    try {
+      SubmitApp.runAvailable(spark, input.toString(), checkpoint, sink.toString());
+    } finally {
+      spark.conf().unset("spark.sql.shuffle.partitions");
+    }
+    StreamRun.awaitQueryEvents(spark);
+
+    run.writeEvents(2, 40_000, 5_000);
+    Path events = tmp.resolve("events");
+    Path result = tmp.resolve("result.txt");
+    Map<String, String> conf = new LinkedHashMap<>(cluster.appConf(events));
+    conf.remove("spark.master");
+    conf.put("spark.sql.extensions", "io.stateshift.StateShiftExtensions");
+    conf.put("spark.sql.catalog.stateshift", "io.stateshift.sql.StateShiftCatalog");
+    conf.put("spark.sql.streaming.stateStore.partitions", "6");
+    conf.put("spark.sql.shuffle.partitions", "3");
+    List<String> args = new ArrayList<>(List.of("--master", cluster.masterUrl()));
+    args.addAll(List.of("--class", SubmitApp.class.getName()));
+    args.addAll(List.of("--jars", System.getProperty("stateshift.runtimeJar")));
+    args.addAll(cluster.confArgs(conf));
+    args.add(AppJar.of(tmp.resolve("app.jar"), SubmitApp.class).toString());
+    args.addAll(List.of(input.toString(), checkpoint, sink.toString(), result.toString()));
+    Path driverLog = cluster.logDir().resolve("on-demand-driver.log");
+    int exit = cluster.runDriver(driverLog, List.of(), "org.apache.spark.deploy.SparkSubmit", args);
+    assertThat(exit).as("spark-submit exit code; see %s", driverLog).isZero();
+
+    Map<String, String> out = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(result)) {
+      int eq = line.indexOf('=');
+      out.put(line.substring(0, eq), line.substring(eq + 1));
+    }
+    assertThat(out.get("stateInstances")).startsWith("[6, 6");
+    assertThat(out.get("repartitionMs")).isNotEqualTo("null");
+    assertThat(out.get("inspectPartitions")).isEqualTo("[6]");
+    SparkEventLog log = SparkEventLog.read(events);
+    assertThat(log.stateshiftTasks()).isNotEmpty().allMatch(SparkEventLog.TaskRun::succeeded);
+    assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
+
+    StreamRun oracle = new StreamRun(spark, input);
+    Path oracleSink = tmp.resolve("oracle-sink");
+    spark.conf().set("spark.sql.shuffle.partitions", "5");
+    try {
+      SubmitApp.runAvailable(
+          spark, input.toString(), tmp.resolve("oracle-cp").toString(), oracleSink.toString());
+    } finally {
+      spark.conf().unset("spark.sql.shuffle.partitions");
+    }
+    StreamRun.awaitQueryEvents(spark);
+    assertThat(run.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
+        .hasSize(5_000)
+        .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.GROUPED_COUNT));
+  }
+
+  /**
+   * Runs the command line from its jar (as {@code ./stateshift} does) with {@code --master} the
+   * cluster and this cluster's settings; stateshift's jar is not among them.
+   */
+  private int cli(String name, Path events, Map<String, String> extra, String... command)
+      throws Exception {
+    Map<String, String> conf = new LinkedHashMap<>(cluster.appConf(events));
+    conf.remove("spark.master");
+    conf.putAll(extra);
+    List<String> args = new ArrayList<>(List.of(command));
+    args.addAll(List.of("--master", cluster.masterUrl()));
+    args.addAll(cluster.confArgs(conf));
+    Path jar = Path.of(System.getProperty("stateshift.libraryJar"));
+    assertThat(jar).as("run through Maven: mvn test builds the jar first").isRegularFile();
+    return cluster.runDriver(
+        cluster.logDir().resolve(name + "-cli.log"),
+        List.of(jar),
+        "io.stateshift.cli.StateShiftCli",
+        args);
+  }
+
+  /** A copy of the starting checkpoint, on HDFS, for one test. */
+  private static String copyOfStartingCheckpoint(String name) throws Exception {
+    org.apache.hadoop.fs.FileSystem fs = hdfs.getFileSystem();
+    org.apache.hadoop.fs.Path copy = new org.apache.hadoop.fs.Path("/checkpoints/" + name);
+    assertThat(
+            org.apache.hadoop.fs.FileUtil.copy(
+                fs,
+                new org.apache.hadoop.fs.Path(startingCheckpoint),
+                fs,
+                copy,
+                false,
+                fs.getConf()))
+        .isTrue();
+    return hdfs.getURI() + "/checkpoints/" + name;
+  }
+}

@@ -1,0 +1,47 @@
+package io.stateshift.spark.state;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * A write task runs on the cores Spark grants a task ({@code spark.task.cpus}): never more threads
+ * than that, and every (store, new partition) target in some task.
+ */
+class WriteSharingTest {
+
+  @Test
+  void aTaskWritesOnAsManyThreadsAsItHasCores() {
+    // one core a task (the default): one target at a time, a task per new partition
+    assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 2, 1))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(8, 1));
+    assertThat(StateRedistributionJob.WriteSharing.of(4, 8, 2, 1))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(2, 1));
+    // four cores a task on 8 cores: two tasks at once, each writing four partitions at once
+    assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 8, 4))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(2, 4));
+    // a join's four stores, two cores a task on 4 cores: two tasks, two threads each
+    assertThat(StateRedistributionJob.WriteSharing.of(4, 6, 4, 2))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(2, 2));
+  }
+
+  @Test
+  void everyTargetIsWrittenAndNoTaskRunsMoreThreadsThanItsCores() {
+    for (int stores : new int[] {1, 2, 4}) {
+      for (int partitions = 1; partitions <= 40; partitions++) {
+        for (int cores = 1; cores <= 16; cores++) {
+          for (int taskCpus = 1; taskCpus <= cores; taskCpus++) {
+            StateRedistributionJob.WriteSharing sharing =
+                StateRedistributionJob.WriteSharing.of(stores, partitions, cores, taskCpus);
+            assertThat(sharing.threadsPerTask()).isBetween(1, taskCpus);
+            assertThat(sharing.tasks()).isBetween(1, partitions);
+            // one store: each task takes threadsPerTask partitions; several: partitions by task
+            long covered =
+                stores == 1 ? (long) sharing.tasks() * sharing.threadsPerTask() : partitions;
+            assertThat(covered).isGreaterThanOrEqualTo(partitions);
+          }
+        }
+      }
+    }
+  }
+}
