@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -15,7 +16,6 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -555,7 +555,7 @@ class CorruptCheckpointCorpusTest {
 
     static Corpus copyOf(Path original, Path tmp) throws IOException {
       Path root = tmp.resolve("checkpoint");
-      copyTree(original, root);
+      CheckpointTrees.copy(original, root);
       return new Corpus(root, tmp);
     }
 
@@ -741,7 +741,7 @@ class CorruptCheckpointCorpusTest {
     /** A copy of the query's output folder: a path users mix up with the checkpoint. */
     Path sinkFolder() throws IOException {
       Path sink = scratch.resolve("sink");
-      copyTree(hdfsSink, sink);
+      CheckpointTrees.copy(hdfsSink, sink);
       return sink;
     }
 
@@ -827,19 +827,6 @@ class CorruptCheckpointCorpusTest {
     public void close() throws Exception {
       for (ThrowingRunnable cleanup : cleanups) {
         cleanup.run();
-      }
-    }
-
-    private static void copyTree(Path from, Path to) throws IOException {
-      try (Stream<Path> paths = Files.walk(from)) {
-        for (Path p : (Iterable<Path>) paths::iterator) {
-          Path target = to.resolve(from.relativize(p).toString());
-          if (Files.isDirectory(p)) {
-            Files.createDirectories(target);
-          } else {
-            Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
-          }
-        }
       }
     }
   }

@@ -188,7 +188,7 @@ class ExclusivityTest {
     Process child =
         ChildJvm.start(
             tmp.resolve("child.log"),
-            List.of("-Dstateshift.queryLeaseMs=" + CHILD_LEASE_MS),
+            List.of("-Dspark.stateshift.query.leaseMs=" + CHILD_LEASE_MS),
             RunningQueryMain.class.getName(),
             tmp.resolve("input").toString(),
             checkpoint().toString(),

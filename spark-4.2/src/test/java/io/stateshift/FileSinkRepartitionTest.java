@@ -155,7 +155,7 @@ class FileSinkRepartitionTest {
             c.root.resolve("child.log"),
             List.of(
                 "-D" + FailPoints.PROPERTY + "=" + FailPoints.SINK_LOG,
-                "-Dstateshift.lockLeaseMs=1500"),
+                "-Dspark.stateshift.lock.leaseMs=1500"),
             "repartition",
             "--checkpoint",
             c.checkpoint(),

@@ -6,9 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.stateshift.fixtures.OldSparkFixtures;
 import io.stateshift.fixtures.OldSparkFixtures.Query;
 import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.SparkTestSession;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -208,28 +208,11 @@ class OldSparkCheckpointTest {
   private Path copyFixture(String version, String folder, Path input) throws IOException {
     Path root = Path.of("src/test/resources/old-checkpoints", version);
     assertThat(root.resolve(folder)).as("fixture; run fixtures/regenerate").isDirectory();
-    copyTree(root.resolve("input"), input);
+    CheckpointTrees.copy(root.resolve("input"), input);
     Path copy = tmp.resolve(folder);
-    copyTree(root.resolve(folder), copy);
+    CheckpointTrees.copy(root.resolve(folder), copy);
     OldSparkFixtures.relocate(copy, input);
     return copy;
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    try (Stream<Path> files = Files.walk(from)) {
-      for (Path p : files.toList()) {
-        Path target = to.resolve(from.relativize(p).toString());
-        try {
-          if (Files.isDirectory(p)) {
-            Files.createDirectories(target);
-          } else {
-            Files.copy(p, target);
-          }
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      }
-    }
   }
 
   /** The same query on Spark 4.2 over all the input, uninterrupted. */

@@ -6,18 +6,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.FaultyFileSystem;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -54,7 +51,7 @@ class ReadStageFailureTest {
 
     // One repartition of a copy, recorded: the read stage's operations are the first of the
     // step after the journal's save (the write stage starts when every read task has ended).
-    Path recordedCopy = copy(original, tmp.resolve("recorded"));
+    Path recordedCopy = CheckpointTrees.copy(original, tmp.resolve("recorded"));
     FaultyFileSystem.reset(true);
     FailPoints.observe(FaultyFileSystem::step);
     try {
@@ -76,7 +73,7 @@ class ReadStageFailureTest {
     }
     assertThat(readOps).as("read-stage operations in %s", staging).isGreaterThan(2);
 
-    Path checkpoint = copy(original, tmp.resolve("checkpoint"));
+    Path checkpoint = CheckpointTrees.copy(original, tmp.resolve("checkpoint"));
     Map<String, String> before = CheckpointDigest.of(checkpoint);
     assertThat(before.keySet())
         .as("the digest lists the side files")
@@ -106,19 +103,5 @@ class ReadStageFailureTest {
     assertThat(CheckpointDigest.of(checkpoint))
         .as("every file and folder is as it was (failed %s)", FaultyFileSystem.failed())
         .isEqualTo(before);
-  }
-
-  private static Path copy(Path from, Path to) throws IOException {
-    try (Stream<Path> paths = Files.walk(from)) {
-      for (Path p : (Iterable<Path>) paths::iterator) {
-        Path target = to.resolve(from.relativize(p).toString());
-        if (Files.isDirectory(p)) {
-          Files.createDirectories(target);
-        } else {
-          Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
-        }
-      }
-    }
-    return to;
   }
 }

@@ -239,7 +239,8 @@ class SinkBatchIdsTest {
         ChildJvm.runCli(
             log,
             List.of(
-                "-Dstateshift.failpoint=published", "-Dstateshift.lockLeaseMs=" + LOCK_LEASE_MS),
+                "-Dspark.stateshift.test.failpoint=published",
+                "-Dspark.stateshift.lock.leaseMs=" + LOCK_LEASE_MS),
             "repartition",
             "--checkpoint",
             checkpoint().toString(),

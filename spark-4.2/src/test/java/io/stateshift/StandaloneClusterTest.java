@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.AppJar;
 import io.stateshift.testing.SparkEventLog;
 import io.stateshift.testing.SparkTestSession;
@@ -34,8 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
  *       to the executors itself, and the work runs as tasks on both executors.
  *   <li>The on-demand path in an application submitted to the cluster with {@code --jars} and
  *       {@code spark.sql.streaming.stateStore.partitions}.
- *   <li>An executor killed with SIGKILL in a write task ({@code spark.stateshift.failpoint}, which
- *       reaches executors through Spark's conf): the task runs again on another executor.
+ *   <li>An executor killed with SIGKILL in a write task ({@code spark.stateshift.test.failpoint},
+ *       which reaches executors through Spark's conf): the task runs again on another executor.
  * </ul>
  *
  * Each time, the query's output after the change equals its uninterrupted run's, read back as users
@@ -147,7 +148,7 @@ class StandaloneClusterTest {
         cli(
             "killed",
             events,
-            Map.of("spark.stateshift.failpoint", "staging-task"),
+            Map.of(FailPoints.PROPERTY, "staging-task"),
             "repartition",
             "--checkpoint",
             checkpoint,

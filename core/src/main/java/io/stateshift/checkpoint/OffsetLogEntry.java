@@ -119,7 +119,7 @@ public final class OffsetLogEntry {
 
   public Map<String, String> conf() {
     Map<String, String> out = new LinkedHashMap<>();
-    metadata.get("conf").fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText()));
+    metadata.get("conf").properties().forEach(e -> out.put(e.getKey(), e.getValue().asText()));
     return out;
   }
 

@@ -53,10 +53,8 @@ public final class SourceLogs {
   /** Sum of a Kafka offset's per-partition positions minus those of {@code before}. */
   public static long kafkaOffsetsBetween(JsonNode before, JsonNode after) {
     long total = 0;
-    for (Iterator<Map.Entry<String, JsonNode>> topics = after.fields(); topics.hasNext(); ) {
-      Map.Entry<String, JsonNode> topic = topics.next();
-      for (Iterator<Map.Entry<String, JsonNode>> p = topic.getValue().fields(); p.hasNext(); ) {
-        Map.Entry<String, JsonNode> partition = p.next();
+    for (Map.Entry<String, JsonNode> topic : after.properties()) {
+      for (Map.Entry<String, JsonNode> partition : topic.getValue().properties()) {
         JsonNode start =
             before == null ? null : before.path(topic.getKey()).get(partition.getKey());
         long from = start == null || start.asLong() < 0 ? 0 : start.asLong();

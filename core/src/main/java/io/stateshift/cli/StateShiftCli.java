@@ -12,6 +12,7 @@ import io.stateshift.StateShiftException.Reason;
 import io.stateshift.VerificationReport;
 import io.stateshift.checkpoint.spi.SparkLines;
 import io.stateshift.cli.CommandLine.Invocation;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.demo.DeviceCountsDemo;
 import java.io.PrintStream;
 import java.util.List;
@@ -472,7 +473,7 @@ public final class StateShiftCli {
       throw e;
     }
     if (ownSession) {
-      spark.sparkContext().setLogLevel(System.getProperty("stateshift.logLevel", "WARN"));
+      spark.sparkContext().setLogLevel(StateShiftConf.LOG_LEVEL.from(spark));
     }
     try {
       return body.apply(spark);

@@ -1,5 +1,6 @@
 package io.stateshift.doctor;
 
+import io.stateshift.config.StateShiftConf;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Function;
@@ -20,24 +21,18 @@ public record DoctorSettings(
     double batchSizeRatio,
     int minRetainedBatches) {
 
-  public static final String PREFIX = "spark.stateshift.doctor.";
+  public static final String PREFIX = StateShiftConf.DOCTOR_PREFIX;
 
-  /** Every setting with its default, in the order the README lists them. */
+  /** Every setting with its default, as {@link StateShiftConf} declares them. */
   public static final Map<String, String> DEFAULTS = defaults();
 
   private static Map<String, String> defaults() {
     Map<String, String> d = new LinkedHashMap<>();
-    d.put("largeStateBytes", Long.toString(512L << 20)); // above this, HDFS-backed -> RocksDB
-    d.put("targetPartitionBytes", Long.toString(256L << 20)); // state per partition to aim for
-    d.put("skewRatio", "2.0"); // largest partition / mean partition, by rows
-    d.put("skewMinRows", "10000"); // below this many rows skew does not matter
-    d.put("growthMinPoints", "4"); // state versions needed to judge growth
-    d.put(
-        "levelOffRatio",
-        "0.5"); // growth in the newer half / older half that counts as not levelling off
-    d.put("growthMaxVersions", "8"); // state versions counted when no history is given
-    d.put("batchSizeRatio", "10"); // a batch this many times the median batch is a burst
-    d.put("minRetainedBatches", "10"); // fewer retained batches than this is too few to recover
+    for (StateShiftConf.Setting<?> setting : StateShiftConf.all()) {
+      if (setting.key().startsWith(PREFIX)) {
+        d.put(setting.key().substring(PREFIX.length()), setting.defaultText());
+      }
+    }
     return java.util.Collections.unmodifiableMap(d);
   }
 

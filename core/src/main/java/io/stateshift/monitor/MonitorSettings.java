@@ -1,5 +1,6 @@
 package io.stateshift.monitor;
 
+import io.stateshift.config.StateShiftConf;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,21 +18,20 @@ public record MonitorSettings(
     boolean fileBacklog,
     boolean metrics) {
 
-  public static final String PREFIX = "spark.stateshift.monitor.";
+  public static final String PREFIX = StateShiftConf.MONITOR_PREFIX;
 
-  /** Every setting (without the prefix) and its default. */
+  /**
+   * Every setting (without the prefix) and its default, as {@link StateShiftConf} declares them.
+   */
   public static final Map<String, String> DEFAULTS = defaults();
 
   private static Map<String, String> defaults() {
     Map<String, String> d = new LinkedHashMap<>();
-    d.put("consecutiveBatches", "3"); // K: batches in a row before an alert
-    d.put("levelOffRatio", "0.5"); // state growth slowing below this share is levelling off
-    d.put("idleTimeoutMs", "600000"); // no input for this long raises QUERY_IDLE; 0 turns it off
-    d.put("triggerIntervalMs", ""); // empty: the query's own ProcessingTime interval
-    d.put("history", ""); // folder for the JSON-lines progress history; empty: none
-    d.put("alertCallbacks", ""); // AlertCallback class names, comma-separated
-    d.put("fileBacklog", "false"); // measure file-source backlog by listing the input folder
-    d.put("metrics", "true"); // publish through Spark's metrics system
+    for (StateShiftConf.Setting<?> setting : StateShiftConf.all()) {
+      if (setting.key().startsWith(PREFIX)) {
+        d.put(setting.key().substring(PREFIX.length()), setting.defaultText());
+      }
+    }
     return Collections.unmodifiableMap(d);
   }
 

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.config.StateShiftConf;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
@@ -25,13 +26,13 @@ import org.apache.hadoop.fs.Path;
  * never meet. A lock is taken over at once when its holder is proven dead (same host, its process
  * gone or replaced, see {@link ProcessIdentity}; or this process, which released it but could not
  * delete it), and after its lease otherwise. A holder that missed its renewals and has at most
- * {@code stateshift.lockMaxWaitMs} (60 s) left is waited out with a progress line rather than
- * refused. The lease is 60 s by default ({@code -Dstateshift.lockLeaseMs}). A query starting with
- * StateShiftExtensions is refused while the lock is held (see {@link QueryLease}).
+ * {@code spark.stateshift.lock.maxWaitMs} (60 s) left is waited out with a progress line rather
+ * than refused. The lease is 60 s by default ({@code spark.stateshift.lock.leaseMs}). A query
+ * starting with StateShiftExtensions is refused while the lock is held (see {@link QueryLease}).
  */
 public final class CheckpointLock implements AutoCloseable {
-  public static final long DEFAULT_LEASE_MS = 60_000;
-  public static final long DEFAULT_MAX_WAIT_MS = 60_000;
+  public static final long DEFAULT_LEASE_MS = StateShiftConf.LOCK_LEASE_MS.parse(null);
+  public static final long DEFAULT_MAX_WAIT_MS = StateShiftConf.LOCK_MAX_WAIT_MS.parse(null);
 
   /** The name of the thread that renews a lease in the background. */
   public static final String RENEWER_THREAD = "stateshift-lock-renewer";
@@ -81,8 +82,8 @@ public final class CheckpointLock implements AutoCloseable {
           false,
           message -> {},
           LeaseClock.SYSTEM,
-          Long.getLong("stateshift.lockLeaseMs", DEFAULT_LEASE_MS),
-          Long.getLong("stateshift.lockMaxWaitMs", DEFAULT_MAX_WAIT_MS),
+          StateShiftConf.LOCK_LEASE_MS.onDriver(),
+          StateShiftConf.LOCK_MAX_WAIT_MS.onDriver(),
           step -> {});
     }
 

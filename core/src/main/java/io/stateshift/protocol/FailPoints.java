@@ -1,17 +1,20 @@
 package io.stateshift.protocol;
 
+import io.stateshift.config.StateShiftConf;
 import java.io.IOException;
+import org.apache.spark.SparkEnv;
 
 /**
  * Named points between the write steps of a repartition, where tests stop the process the hard way
- * ({@code -Dstateshift.failpoint=<name>}, or {@code spark.stateshift.failpoint=<name>} in Spark's
- * conf, which reaches executors: SIGKILL, as a crash or an evicted container would). In a task,
- * only the first attempt is killed, so that a retry on another executor can finish the job. Tests
- * that fail single file system operations use the names to group the operations into steps ({@link
- * #observe}). Without the property and an observer every point is a no-op.
+ * ({@code spark.stateshift.test.failpoint=<name>} in the application's conf, e.g. {@code
+ * -Dspark.stateshift.test.failpoint=<name>}, which reaches executors: SIGKILL, as a crash or an
+ * evicted container would). In a task, only the first attempt is killed, so that a retry on another
+ * executor can finish the job. Tests that fail single file system operations use the names to group
+ * the operations into steps ({@link #observe}). Without the setting and an observer every point is
+ * a no-op.
  */
 public final class FailPoints {
-  public static final String PROPERTY = "stateshift.failpoint";
+  public static final String PROPERTY = StateShiftConf.FAILPOINT.key();
   private static volatile java.util.function.Consumer<String> observer;
 
   /** Every point, in the order a repartition reaches them. */
@@ -46,12 +49,11 @@ public final class FailPoints {
     if (listening != null) {
       listening.accept(name);
     }
-    String armed = System.getProperty(PROPERTY);
-    if (armed == null) {
-      org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
-      armed = env == null ? null : env.conf().get("spark." + PROPERTY, null);
-    }
-    if (armed == null || !armed.equals(name)) {
+    String armed =
+        SparkEnv.get() != null
+            ? StateShiftConf.FAILPOINT.inTask()
+            : StateShiftConf.FAILPOINT.onDriver();
+    if (!armed.equals(name)) {
       return;
     }
     org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();

@@ -1,5 +1,6 @@
 package io.stateshift.protocol;
 
+import io.stateshift.config.StateShiftConf;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -19,8 +20,6 @@ import scala.jdk.javaapi.CollectionConverters;
  * waits for them first ({@link #cancelAndAwaitTasks}).
  */
 final class JobProgress extends SparkListener implements AutoCloseable {
-  /** How long a failed job's remaining tasks are waited for; -Dstateshift.taskDrainMs. */
-  private static final long DRAIN_MS = Long.getLong("stateshift.taskDrainMs", 600_000L);
 
   private final SparkSession spark;
   private final String jobGroup;
@@ -86,11 +85,11 @@ final class JobProgress extends SparkListener implements AutoCloseable {
   /**
    * After a failed job: cancels the rest of the group and returns once none of its tasks runs any
    * more (a task started is counted once the listener bus has delivered its start). Returns false
-   * if some still ran after {@value #DRAIN_MS} ms.
+   * if some still ran after {@code spark.stateshift.taskDrainMs} ms.
    */
   boolean cancelAndAwaitTasks() {
     spark.sparkContext().cancelJobGroup(jobGroup);
-    long deadline = System.currentTimeMillis() + DRAIN_MS;
+    long deadline = System.currentTimeMillis() + StateShiftConf.TASK_DRAIN_MS.from(spark);
     while (true) {
       try {
         // every start and end posted so far has reached this listener

@@ -1,6 +1,7 @@
 package io.stateshift.protocol;
 
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.config.StateShiftConf;
 import java.io.File;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -48,7 +49,7 @@ final class LeaseFiles {
   static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
 
   /** Extra schemes whose {@code create(path, false)} the user knows to be atomic. */
-  static final String EXCLUSIVE_SCHEMES = "stateshift.lock.exclusiveCreateSchemes";
+  static final String EXCLUSIVE_SCHEMES = StateShiftConf.EXCLUSIVE_CREATE_SCHEMES.key();
 
   private static final Set<String> ATOMIC_CREATE_SCHEMES =
       Set.of("hdfs", "webhdfs", "swebhdfs", "abfs", "abfss", "gs");

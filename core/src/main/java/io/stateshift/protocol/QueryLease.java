@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.config.StateShiftConf;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -21,12 +22,13 @@ import org.apache.hadoop.fs.Path;
  * so that a repartition or rollback in any process sees that the query runs. The
  * StateShiftExtensions listener takes it when the query starts, renews it every third of its length
  * while the query is active and deletes it when the query ends. A holder that died stops renewing:
- * the lease then expires after its length (60 s by default, {@code -Dstateshift.queryLeaseMs}),
- * judged by the store's timestamps, and an expired lease is proof that its query stopped. On the
- * holder's own host its death is proven at once (see {@link ProcessIdentity}).
+ * the lease then expires after its length (60 s by default, {@code
+ * spark.stateshift.query.leaseMs}), judged by the store's timestamps, and an expired lease is proof
+ * that its query stopped. On the holder's own host its death is proven at once (see {@link
+ * ProcessIdentity}).
  */
 public final class QueryLease {
-  public static final long DEFAULT_LEASE_MS = 60_000;
+  public static final long DEFAULT_LEASE_MS = StateShiftConf.QUERY_LEASE_MS.parse(null);
   static final String FILE = RepartitionJournal.DIR + "/query-lease";
   private static final ObjectMapper JSON =
       new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
@@ -99,12 +101,7 @@ public final class QueryLease {
    */
   public static void take(CheckpointFiles files, UUID queryId, UUID runId, BooleanSupplier active) {
     QueryLease lease =
-        new QueryLease(
-            files,
-            queryId,
-            runId,
-            active,
-            Long.getLong("stateshift.queryLeaseMs", DEFAULT_LEASE_MS));
+        new QueryLease(files, queryId, runId, active, StateShiftConf.QUERY_LEASE_MS.onDriver());
     STOPPED_HERE.remove(queryId.toString());
     HELD.put(runId, lease);
     lease.write();

@@ -16,6 +16,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.checkpoint.spi.SinkLog;
 import io.stateshift.checkpoint.spi.SparkLines;
+import io.stateshift.config.StateShiftConf;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -146,6 +147,7 @@ public final class RepartitionRunner {
     return planOf(validate(checkpoint), Optional.empty());
   }
 
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   public RepartitionResult execute() {
     long requestsBefore = StoreRequests.count(files.fs());
     RepartitionResult result = executeCounted();
@@ -335,6 +337,7 @@ public final class RepartitionRunner {
    * Finishes or undoes an interrupted attempt, if there is one, and does nothing else. Returns what
    * was done.
    */
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   public Optional<String> recoverInterrupted() {
     Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
     if (pending.isEmpty()) {
@@ -492,7 +495,7 @@ public final class RepartitionRunner {
    * whole key under either setting).
    */
   private static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
-    if ("false".equals(System.getProperty(PLACEMENT_CHECK_PROPERTY))) {
+    if (!StateShiftConf.PLACEMENT_CHECK.onDriver()) {
       return Map.of(); // for measuring what the check costs (bench/README.md)
     }
     boolean strict =
@@ -522,9 +525,6 @@ public final class RepartitionRunner {
     }
     return modes;
   }
-
-  /** Set to false, the keys' placement is not checked: only to measure the check's cost. */
-  static final String PLACEMENT_CHECK_PROPERTY = "stateshift.placementCheck";
 
   private List<RepartitionResult.StoreMove> summarize(
       StateLayout layout, Redistribution.Outcome outcome) {

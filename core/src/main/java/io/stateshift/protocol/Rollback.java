@@ -40,6 +40,7 @@ public final class Rollback {
   }
 
   /** Rolls back the newest repartition of the checkpoint; returns what it undid. */
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   public static RepartitionJournal run(
       org.apache.spark.sql.SparkSession spark,
       CheckpointFiles files,

@@ -67,7 +67,7 @@ public final class FileSinkLog implements SinkLog {
       Path qualified = fs.makeQualified(path);
       Path dir =
           qualified.getName().equals(METADATA_DIR) ? qualified : new Path(qualified, METADATA_DIR);
-      if (!fs.isDirectory(dir)) {
+      if (!(fs.exists(dir) && fs.getFileStatus(dir).isDirectory())) {
         throw new StateShiftException(
             Reason.INVALID_ARGUMENT,
             location

@@ -4,6 +4,7 @@ import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.QueryLease;
 import io.stateshift.protocol.RepartitionHistory;
 import java.time.Instant;
@@ -35,7 +36,8 @@ import org.apache.spark.sql.streaming.StreamingQuery;
  * recent writes are its own previous run's, and a crashed run's pending batch is completed first.
  */
 final class RunningQueryCheck {
-  static final long DEFAULT_RECENT_WRITE_WINDOW_MS = 120_000;
+  static final long DEFAULT_RECENT_WRITE_WINDOW_MS =
+      StateShiftConf.RECENT_WRITE_WINDOW_MS.parse(null);
 
   private RunningQueryCheck() {}
 
@@ -72,7 +74,7 @@ final class RunningQueryCheck {
     if (startingQuery != null || assumeStopped) {
       return;
     }
-    long window = Long.getLong("stateshift.recentWriteWindowMs", DEFAULT_RECENT_WRITE_WINDOW_MS);
+    long window = StateShiftConf.RECENT_WRITE_WINDOW_MS.onDriver();
     Optional<FileStatus> newest = newestLogFile(files);
     if (newest.isEmpty()) {
       return;

@@ -77,10 +77,8 @@ public final class StateShiftCatalog implements ProcedureCatalog {
       throw sneaky(
           new AnalysisException(
               "ROUTINE_NOT_FOUND",
-              scala.collection.immutable.Map$.MODULE$
-                  .<String, String>empty()
-                  .updated(
-                      "routineName", wanted + " (stateshift's procedures are " + known + ")")));
+              new scala.collection.immutable.Map.Map1<String, String>(
+                  "routineName", wanted + " (stateshift's procedures are " + known + ")")));
     }
     return procedure.get();
   }

@@ -5,6 +5,7 @@ import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftExtensions;
+import io.stateshift.config.StateShiftConf;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -497,11 +498,11 @@ public final class RepartitionBenchmark {
   /** stateshift with the placement check off (the switch it keeps for measuring only). */
   private Results.Run timeWithoutPlacementCheck(
       Results.Case c, Path master, Map<String, Long> rowsBefore) {
-    System.setProperty("stateshift.placementCheck", "false");
+    spark.conf().set(StateShiftConf.PLACEMENT_CHECK.key(), "false");
     try {
       return timeStateshift(c, master, rowsBefore);
     } finally {
-      System.clearProperty("stateshift.placementCheck");
+      spark.conf().unset(StateShiftConf.PLACEMENT_CHECK.key());
     }
   }
 

@@ -4,6 +4,7 @@ import io.stateshift.checkpoint.PlacementCheck;
 import io.stateshift.checkpoint.StateFileDamage;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.config.StateShiftConf;
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
@@ -53,7 +54,7 @@ import org.apache.spark.unsafe.Platform;
  */
 final class HdfsFileExchange {
   /** Spark conf to force the provider and shuffle path, for comparison: {@code shuffle}. */
-  static final String EXCHANGE_CONF = "spark.stateshift.hdfs.exchange";
+  static final String EXCHANGE_CONF = StateShiftConf.HDFS_EXCHANGE.key();
 
   private static final Pattern VERSION_FILE = Pattern.compile("(\\d+)\\.(delta|snapshot)");
   private static final int END = -1;

@@ -1,5 +1,6 @@
 package io.stateshift.spark.state;
 
+import io.stateshift.config.StateShiftConf;
 import org.apache.spark.TaskContext;
 import org.apache.spark.network.util.JavaUtils;
 import org.apache.spark.util.TaskCompletionListener;
@@ -19,7 +20,7 @@ import org.apache.spark.util.TaskCompletionListener;
  */
 final class InProcessDeletes {
   /** Spark conf: {@code false} keeps Spark's {@code rm -rf} processes in stateshift's tasks. */
-  static final String CONF = "spark.stateshift.inProcessDeletes";
+  static final String CONF = StateShiftConf.IN_PROCESS_DELETES.key();
 
   private static final Object LOCK = new Object();
 

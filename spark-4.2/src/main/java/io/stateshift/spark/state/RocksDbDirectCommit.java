@@ -1,6 +1,6 @@
 package io.stateshift.spark.state;
 
-import io.stateshift.checkpoint.SessionSettings;
+import io.stateshift.config.StateShiftConf;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -38,7 +38,7 @@ final class RocksDbDirectCommit {
   /**
    * {@code --conf spark.stateshift.rocksdb.directCommit=false} commits through Spark's provider.
    */
-  static final boolean ENABLED = SessionSettings.taskFlag("stateshift.rocksdb.directCommit", true);
+  static final boolean ENABLED = StateShiftConf.ROCKSDB_DIRECT_COMMIT.inTask();
 
   private RocksDbDirectCommit() {}
 
@@ -74,7 +74,7 @@ final class RocksDbDirectCommit {
           }
           timer.lap("ingest");
           if (compact) {
-            RocksDbSstExchange.compactionThreadsForEveryCore();
+            CompactionThreads.forEveryCore();
             db.compactRange();
             timer.lap("compact");
           }

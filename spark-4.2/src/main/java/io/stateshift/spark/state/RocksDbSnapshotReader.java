@@ -1,6 +1,6 @@
 package io.stateshift.spark.state;
 
-import io.stateshift.checkpoint.SessionSettings;
+import io.stateshift.config.StateShiftConf;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -36,8 +36,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
    * {@code --conf spark.stateshift.rocksdb.readOnlySnapshots=false} loads every version with the
    * provider.
    */
-  static final boolean ENABLED =
-      SessionSettings.taskFlag("stateshift.rocksdb.readOnlySnapshots", true);
+  static final boolean ENABLED = StateShiftConf.ROCKSDB_READ_ONLY_SNAPSHOTS.inTask();
 
   private final org.rocksdb.RocksDB db;
   private final File dir;

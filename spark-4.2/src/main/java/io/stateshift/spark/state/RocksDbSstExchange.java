@@ -1,9 +1,9 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.PlacementCheck;
-import io.stateshift.checkpoint.SessionSettings;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
 import java.io.File;
@@ -31,11 +31,9 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 import org.rocksdb.DirectSlice;
-import org.rocksdb.Env;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
 import org.rocksdb.Options;
-import org.rocksdb.Priority;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
@@ -67,14 +65,13 @@ final class RocksDbSstExchange {
   /**
    * Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}.
    */
-  static final String EXCHANGE_CONF = "spark.stateshift.rocksdb.exchange";
+  static final String EXCHANGE_CONF = StateShiftConf.ROCKSDB_EXCHANGE.key();
 
   /**
    * Whether a new partition's ingested files are compacted into one (on unless {@code
    * spark.stateshift.rocksdb.compactAfterIngest} is false).
    */
-  static final boolean COMPACT_AFTER_INGEST =
-      SessionSettings.taskFlag("stateshift.rocksdb.compactAfterIngest", true);
+  static final boolean COMPACT_AFTER_INGEST = StateShiftConf.ROCKSDB_COMPACT_AFTER_INGEST.inTask();
 
   private RocksDbSstExchange() {}
 
@@ -467,7 +464,7 @@ final class RocksDbSstExchange {
                   // One file instead of one per old partition: Spark's commit uploads, and the
                   // switch moves, every file, and reads of the restarted query merge fewer levels.
                   timer.lap("ingest");
-                  compactionThreadsForEveryCore();
+                  CompactionThreads.forEveryCore();
                   RocksDbInternals.nativeDb(db).compactRange();
                   timer.lap("compact");
                 }
@@ -501,18 +498,6 @@ final class RocksDbSstExchange {
       timer.lap("close");
       timer.report();
     }
-  }
-
-  /**
-   * RocksDB runs every instance's compactions, manual ones included, on one process-wide pool,
-   * which it sizes from {@code max_background_jobs} (one thread under Spark's settings). The write
-   * tasks compact many stores at once, so the pool gets a thread per core: otherwise those
-   * compactions queue behind each other on one core while the other cores wait. The pool only
-   * grows, and idle threads cost nothing.
-   */
-  static void compactionThreadsForEveryCore() {
-    Env.getDefault()
-        .incBackgroundThreadsIfNeeded(Runtime.getRuntime().availableProcessors(), Priority.LOW);
   }
 
   /**

@@ -445,6 +445,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   /** First in every task of the job. */
   private void beginTask() {
+    CompactionThreads.untilThisTaskEnds();
     if (inProcessDeletes) {
       InProcessDeletes.untilThisTaskEnds();
     }

@@ -1,15 +1,16 @@
 package io.stateshift.spark.state;
 
+import io.stateshift.config.StateShiftConf;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * Wall time of the steps of one task (load the old store, iterate, write, ingest, commit, close),
- * printed to stderr when the environment variable {@code STATESHIFT_PROFILE} is set. Used to
- * profile the repartition job (bench/run); costs two nanoTime calls per step otherwise.
+ * printed to stderr when {@code spark.stateshift.profile} is true in the application's conf. Used
+ * to profile the repartition job (bench/run); costs two nanoTime calls per step otherwise.
  */
 final class TaskTimer {
-  static final boolean ENABLED = System.getenv("STATESHIFT_PROFILE") != null;
+  static final boolean ENABLED = StateShiftConf.PROFILE.inTask();
 
   private final String task;
   private final Map<String, Long> nanos = new LinkedHashMap<>();

@@ -1,0 +1,596 @@
+package io.stateshift.config;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Function;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * Every setting stateshift reads, in one place: its key, type, default and a one-line description.
+ * {@code docs/configuration.md} is generated from here ({@link #markdown}).
+ *
+ * <p>Settings are Spark conf entries, so that they reach every process of an application: a task
+ * reads them from the application's conf ({@link Setting#inTask}), which Spark ships to every
+ * executor, never from a JVM system property (a driver's {@code -D} never reaches an executor). The
+ * driver reads them from the session's conf ({@link Setting#onDriver}), so {@code --conf}, {@code
+ * spark-defaults.conf}, {@code spark.conf().set(...)} and, as for any {@code spark.*} key, a
+ * driver's {@code -Dspark.stateshift...} all work. Besides, one Hadoop configuration key and the
+ * launcher script's environment variables are listed here for the reference.
+ */
+public final class StateShiftConf {
+  private StateShiftConf() {}
+
+  /** The value type of a setting, as the reference names it. */
+  public enum Type {
+    BOOLEAN("boolean"),
+    INT("int"),
+    LONG("long"),
+    DOUBLE("double"),
+    STRING("string"),
+    LIST("comma-separated list");
+
+    private final String label;
+
+    Type(String label) {
+      this.label = label;
+    }
+
+    public String label() {
+      return label;
+    }
+  }
+
+  /** Where a setting is read from, and which section of the reference lists it. */
+  public enum Section {
+    ON_DEMAND("On-demand repartition", "Spark conf of the application whose queries start."),
+    JOB(
+        "Repartition job",
+        "Spark conf; read by the driver when the job starts, or by its tasks from the"
+            + " application's conf (`--conf`, `spark-defaults.conf`) where marked *task*."),
+    LOCK("Lock, leases and the running-query check", "Spark conf, read by the driver."),
+    DOCTOR("Doctor thresholds", "Spark conf or `Doctor.setting(name, value)`."),
+    MONITOR("Monitor", "Spark conf of the application the monitor runs in."),
+    CLI("Command line", "Spark conf (`--conf`) or `-D` in `STATESHIFT_JAVA_OPTS`."),
+    HADOOP(
+        "Hadoop configuration",
+        "The checkpoint file system's Hadoop configuration (`--conf spark.hadoop.<key>`)."),
+    LAUNCHER("Launcher environment", "Environment variables of the `./stateshift` script."),
+    TEST(
+        "Test only",
+        "Switches for stateshift's own tests and measurements; never needed in production.");
+
+    private final String title;
+    private final String source;
+
+    Section(String title, String source) {
+      this.title = title;
+      this.source = source;
+    }
+
+    public String title() {
+      return title;
+    }
+
+    public String source() {
+      return source;
+    }
+  }
+
+  /** One setting: key, type, default, doc; {@code taskSide} when tasks read it. */
+  public static final class Setting<T> {
+    private final String key;
+    private final Type type;
+    private final String defaultText;
+    private final String doc;
+    private final Section section;
+    private final boolean taskSide;
+    private final Function<String, T> parse;
+
+    private Setting(
+        String key,
+        Type type,
+        String defaultText,
+        String doc,
+        Section section,
+        boolean taskSide,
+        Function<String, T> parse) {
+      this.key = key;
+      this.type = type;
+      this.defaultText = defaultText;
+      this.doc = doc;
+      this.section = section;
+      this.taskSide = taskSide;
+      this.parse = parse;
+    }
+
+    public String key() {
+      return key;
+    }
+
+    public Type type() {
+      return type;
+    }
+
+    /** The default as text (empty: none). */
+    public String defaultText() {
+      return defaultText;
+    }
+
+    public String doc() {
+      return doc;
+    }
+
+    public Section section() {
+      return section;
+    }
+
+    /** Whether tasks read it (from the application's conf). */
+    public boolean taskSide() {
+      return taskSide;
+    }
+
+    /** {@code raw} parsed, or the default when it is null or blank. */
+    public T parse(String raw) {
+      String text = raw == null || raw.isBlank() ? defaultText : raw.trim();
+      try {
+        return parse.apply(text);
+      } catch (RuntimeException e) {
+        throw new IllegalArgumentException(
+            key
+                + " = '"
+                + raw
+                + "' is not a valid "
+                + type.label()
+                + " (default "
+                + defaultText
+                + ")",
+            e);
+      }
+    }
+
+    /** The value {@code lookup} (by full key) gives, else the default. */
+    public T from(Function<String, String> lookup) {
+      return parse(lookup.apply(key));
+    }
+
+    /** From {@code conf}, else the default. */
+    public T from(SparkConf conf) {
+      return parse(conf.get(key, null));
+    }
+
+    /** From the session's conf, else the default. */
+    public T from(SparkSession spark) {
+      return parse(spark.conf().get(key, null));
+    }
+
+    /**
+     * As a task reads it: from the application's conf (the same on the driver and every executor),
+     * else the default.
+     */
+    public T inTask() {
+      SparkEnv env = SparkEnv.get();
+      return parse(env == null ? null : env.conf().get(key, null));
+    }
+
+    /**
+     * As the driver reads it: from the active (or default) session's conf, else the application's
+     * conf, else (no Spark running yet) the JVM's {@code -D<key>}, as a new {@code SparkConf} would
+     * take it, else the default.
+     */
+    public T onDriver() {
+      scala.Option<SparkSession> session = SparkSession.getActiveSession();
+      if (session.isEmpty()) {
+        session = SparkSession.getDefaultSession();
+      }
+      if (session.isDefined()) {
+        return from(session.get());
+      }
+      SparkEnv env = SparkEnv.get();
+      if (env != null) {
+        return from(env.conf());
+      }
+      return parse(System.getProperty(key));
+    }
+  }
+
+  private static final List<Setting<?>> ALL = new ArrayList<>();
+
+  private static <T> Setting<T> add(Setting<T> setting) {
+    ALL.add(setting);
+    return setting;
+  }
+
+  private static Setting<Boolean> bool(
+      Section section, String key, boolean fallback, boolean taskSide, String doc) {
+    return add(
+        new Setting<>(
+            key,
+            Type.BOOLEAN,
+            Boolean.toString(fallback),
+            doc,
+            section,
+            taskSide,
+            text -> {
+              String lower = text.toLowerCase(Locale.ROOT);
+              if (!lower.equals("true") && !lower.equals("false")) {
+                throw new IllegalArgumentException("not true or false");
+              }
+              return lower.equals("true");
+            }));
+  }
+
+  private static Setting<Long> longValue(Section section, String key, long fallback, String doc) {
+    return add(
+        new Setting<>(
+            key, Type.LONG, Long.toString(fallback), doc, section, false, Long::parseLong));
+  }
+
+  private static Setting<Integer> intValue(Section section, String key, int fallback, String doc) {
+    return add(
+        new Setting<>(
+            key, Type.INT, Integer.toString(fallback), doc, section, false, Integer::parseInt));
+  }
+
+  private static Setting<Double> doubleValue(
+      Section section, String key, String fallback, String doc) {
+    return add(new Setting<>(key, Type.DOUBLE, fallback, doc, section, false, Double::parseDouble));
+  }
+
+  private static Setting<String> string(
+      Section section, String key, String fallback, boolean taskSide, String doc) {
+    return add(new Setting<>(key, Type.STRING, fallback, doc, section, taskSide, text -> text));
+  }
+
+  private static Setting<List<String>> list(Section section, String key, String doc) {
+    return add(
+        new Setting<>(
+            key,
+            Type.LIST,
+            "",
+            doc,
+            section,
+            false,
+            text -> text.isEmpty() ? List.of() : List.of(text.split("\\s*,\\s*"))));
+  }
+
+  // ---- On-demand repartition ----
+
+  public static final Setting<String> STATE_PARTITIONS =
+      string(
+          Section.ON_DEMAND,
+          "spark.sql.streaming.stateStore.partitions",
+          "",
+          false,
+          "With `StateShiftExtensions`: the state partition count a starting query's checkpoint is"
+              + " repartitioned to first, when it has another count; empty: never.");
+
+  // ---- Repartition job ----
+
+  public static final Setting<String> ROCKSDB_EXCHANGE =
+      string(
+          Section.JOB,
+          "spark.stateshift.rocksdb.exchange",
+          "files",
+          false,
+          "RocksDB state: `files` moves SST files between partitions where it applies, `shuffle`"
+              + " always re-encodes records through one shuffle.");
+
+  public static final Setting<String> HDFS_EXCHANGE =
+      string(
+          Section.JOB,
+          "spark.stateshift.hdfs.exchange",
+          "files",
+          false,
+          "HDFS-backed state: `files` splits the version files directly, `shuffle` reads through"
+              + " Spark's provider and one shuffle.");
+
+  public static final Setting<Boolean> ROCKSDB_DIRECT_COMMIT =
+      bool(
+          Section.JOB,
+          "spark.stateshift.rocksdb.directCommit",
+          true,
+          true,
+          "Writes a new RocksDB version as a fresh instance uploaded by Spark's file manager;"
+              + " `false` commits through Spark's provider.");
+
+  public static final Setting<Boolean> ROCKSDB_READ_ONLY_SNAPSHOTS =
+      bool(
+          Section.JOB,
+          "spark.stateshift.rocksdb.readOnlySnapshots",
+          true,
+          true,
+          "Reads a RocksDB version that has its own snapshot read-only in place; `false` loads"
+              + " every version with Spark's provider.");
+
+  public static final Setting<Boolean> ROCKSDB_COMPACT_AFTER_INGEST =
+      bool(
+          Section.JOB,
+          "spark.stateshift.rocksdb.compactAfterIngest",
+          true,
+          true,
+          "Compacts the SST files a new RocksDB partition received from several old ones into"
+              + " one.");
+
+  public static final Setting<Boolean> IN_PROCESS_DELETES =
+      bool(
+          Section.JOB,
+          "spark.stateshift.inProcessDeletes",
+          true,
+          false,
+          "While stateshift's tasks run, Spark deletes its RocksDB folders in-process instead of"
+              + " one `rm -rf` process per folder.");
+
+  public static final Setting<Long> TASK_DRAIN_MS =
+      longValue(
+          Section.JOB,
+          "spark.stateshift.taskDrainMs",
+          600_000L,
+          "How long the undo of a failed job waits for the job's remaining tasks to end.");
+
+  // ---- Lock and leases ----
+
+  public static final Setting<Long> LOCK_LEASE_MS =
+      longValue(
+          Section.LOCK,
+          "spark.stateshift.lock.leaseMs",
+          60_000L,
+          "The checkpoint lock's lease: a holder that has not renewed it for this long is taken"
+              + " over.");
+
+  public static final Setting<Long> LOCK_MAX_WAIT_MS =
+      longValue(
+          Section.LOCK,
+          "spark.stateshift.lock.maxWaitMs",
+          60_000L,
+          "The longest wait for a holder that seems to have stopped renewing its lock.");
+
+  public static final Setting<Long> QUERY_LEASE_MS =
+      longValue(
+          Section.LOCK,
+          "spark.stateshift.query.leaseMs",
+          60_000L,
+          "With `StateShiftExtensions`: the running query's lease on its checkpoint expires this"
+              + " long after its last renewal.");
+
+  public static final Setting<Long> RECENT_WRITE_WINDOW_MS =
+      longValue(
+          Section.LOCK,
+          "spark.stateshift.recentWriteWindowMs",
+          120_000L,
+          "A checkpoint whose offset or commit log was written less than this ago is taken for a"
+              + " running query and refused.");
+
+  // ---- Doctor ----
+
+  public static final String DOCTOR_PREFIX = "spark.stateshift.doctor.";
+
+  static {
+    longValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "largeStateBytes",
+        512L << 20,
+        "Above this much state, an HDFS-backed store is advised to move to RocksDB.");
+    longValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "targetPartitionBytes",
+        256L << 20,
+        "State per partition to aim for when recommending a partition count.");
+    doubleValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "skewRatio",
+        "2.0",
+        "Largest partition / mean partition, by rows, above which partitions are skewed.");
+    longValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "skewMinRows",
+        10_000L,
+        "Below this many rows in the largest partition, skew does not matter.");
+    intValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "growthMinPoints",
+        4,
+        "State versions needed to judge growth.");
+    doubleValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "levelOffRatio",
+        "0.5",
+        "Growth in the newer half / the older half below which state counts as levelling off.");
+    intValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "growthMaxVersions",
+        8,
+        "State versions counted when no progress history is given.");
+    doubleValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "batchSizeRatio",
+        "10",
+        "A batch this many times the median batch is a burst.");
+    intValue(
+        Section.DOCTOR,
+        DOCTOR_PREFIX + "minRetainedBatches",
+        10,
+        "Fewer retained batches than this are too few to recover from.");
+  }
+
+  // ---- Monitor ----
+
+  public static final String MONITOR_PREFIX = "spark.stateshift.monitor.";
+
+  static {
+    intValue(
+        Section.MONITOR,
+        MONITOR_PREFIX + "consecutiveBatches",
+        3,
+        "Batches in a row a condition must hold before an alert.");
+    doubleValue(
+        Section.MONITOR,
+        MONITOR_PREFIX + "levelOffRatio",
+        "0.5",
+        "State growth slowing below this share counts as levelling off.");
+    longValue(
+        Section.MONITOR,
+        MONITOR_PREFIX + "idleTimeoutMs",
+        600_000L,
+        "No input for this long raises QUERY_IDLE; 0 turns it off.");
+    string(
+        Section.MONITOR,
+        MONITOR_PREFIX + "triggerIntervalMs",
+        "",
+        false,
+        "The trigger interval to judge lag by; empty: the query's own ProcessingTime interval.");
+    string(
+        Section.MONITOR,
+        MONITOR_PREFIX + "history",
+        "",
+        false,
+        "Folder for the JSON-lines progress history; empty: none.");
+    list(
+        Section.MONITOR,
+        MONITOR_PREFIX + "alertCallbacks",
+        "`AlertCallback` class names (public no-argument constructor) called on each alert.");
+    bool(
+        Section.MONITOR,
+        MONITOR_PREFIX + "fileBacklog",
+        false,
+        false,
+        "Measures a file source's backlog by listing its input folder.");
+    bool(
+        Section.MONITOR,
+        MONITOR_PREFIX + "metrics",
+        true,
+        false,
+        "Publishes the monitor's gauges through Spark's metrics system.");
+  }
+
+  // ---- Command line ----
+
+  public static final Setting<String> LOG_LEVEL =
+      string(
+          Section.CLI,
+          "spark.stateshift.logLevel",
+          "WARN",
+          false,
+          "Spark's log level in the session the command line starts.");
+
+  // ---- Hadoop configuration ----
+
+  public static final Setting<List<String>> EXCLUSIVE_CREATE_SCHEMES =
+      list(
+          Section.HADOOP,
+          "stateshift.lock.exclusiveCreateSchemes",
+          "File system schemes, besides the known ones, whose create-if-absent is atomic, so the"
+              + " lock can rely on it.");
+
+  // ---- Launcher environment ----
+
+  static {
+    string(
+        Section.LAUNCHER,
+        "STATESHIFT_CLASSPATH",
+        "",
+        false,
+        "Colon-separated jars (file system connectors) added to the classpath and `spark.jars`.");
+    string(
+        Section.LAUNCHER,
+        "STATESHIFT_JAVA_OPTS",
+        "-Xmx2g",
+        false,
+        "JVM options of the command line's JVM (heap, `-Dspark...` settings, JIT).");
+    string(
+        Section.LAUNCHER,
+        "STATESHIFT_CLASS_ARCHIVE",
+        "on",
+        false,
+        "`off` starts without the class data archive the launcher builds and reuses.");
+    string(
+        Section.LAUNCHER,
+        "STATESHIFT_PROFILE",
+        "",
+        false,
+        "Set (to anything): the launcher and `bench/run` add `-Dspark.stateshift.profile=true`.");
+  }
+
+  // ---- Test only ----
+
+  public static final Setting<Boolean> PROFILE =
+      bool(
+          Section.TEST,
+          "spark.stateshift.profile",
+          false,
+          true,
+          "Prints each task's step times (`stateshift-profile` lines) to the task's stderr.");
+
+  public static final Setting<Boolean> PLACEMENT_CHECK =
+      bool(
+          Section.TEST,
+          "spark.stateshift.placementCheck",
+          true,
+          false,
+          "`false` skips the check that every key sits in the partition Spark places it in; only"
+              + " to measure what the check costs.");
+
+  public static final Setting<String> FAILPOINT =
+      string(
+          Section.TEST,
+          "spark.stateshift.test.failpoint",
+          "",
+          true,
+          "Kills the process (SIGKILL) at the named step of a repartition (`FailPoints.ALL`), as"
+              + " crash tests do.");
+
+  /** Every setting, in the reference's order. */
+  public static List<Setting<?>> all() {
+    return Collections.unmodifiableList(ALL);
+  }
+
+  /** The setting with {@code key}. */
+  public static Setting<?> byKey(String key) {
+    for (Setting<?> setting : ALL) {
+      if (setting.key().equals(key)) {
+        return setting;
+      }
+    }
+    throw new IllegalArgumentException("No stateshift setting " + key);
+  }
+
+  /** The reference, {@code docs/configuration.md}. */
+  public static String markdown() {
+    StringBuilder md = new StringBuilder();
+    md.append("# Configuration reference\n\n")
+        .append(
+            "<!-- Generated from io.stateshift.config.StateShiftConf; do not edit. Regenerate:\n")
+        .append(
+            "     mvn test -Dtest=ConfigurationReferenceTest -Dsurefire.failIfNoSpecifiedTests=false \\\n"
+                + "       -Dstateshift.writeReference=true -->\n\n")
+        .append(
+            "Every setting stateshift reads. Settings are Spark conf entries (`--conf key=value`,")
+        .append(" `spark-defaults.conf`,\n`spark.conf().set(...)`, or `-Dkey=value` on the")
+        .append(" driver's JVM), so that they reach executors: settings marked\n*task* are read")
+        .append(" by the repartition's tasks from the application's conf, never from a JVM system")
+        .append("\nproperty.\n");
+    for (Section section : Section.values()) {
+      md.append("\n## ").append(section.title()).append("\n\n").append(section.source());
+      md.append("\n\n| Key | Type | Default | Description |\n|---|---|---|---|\n");
+      for (Setting<?> s : ALL) {
+        if (s.section() != section) {
+          continue;
+        }
+        md.append("| `")
+            .append(s.key())
+            .append("` | ")
+            .append(s.type().label())
+            .append(" | ")
+            .append(s.defaultText().isEmpty() ? "(none)" : "`" + s.defaultText() + "`")
+            .append(" | ")
+            .append(s.taskSide() ? "*task* " : "")
+            .append(s.doc().replace("|", "\\|"))
+            .append(" |\n");
+      }
+    }
+    return md.toString();
+  }
+}
