@@ -147,7 +147,6 @@ public final class RepartitionRunner {
     return planOf(validate(checkpoint), Optional.empty());
   }
 
-  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   public RepartitionResult execute() {
     long requestsBefore = StoreRequests.count(files.fs());
     RepartitionResult result = executeCounted();
@@ -157,6 +156,7 @@ public final class RepartitionRunner {
         : result.withStoreRequests(requestsAfter - requestsBefore);
   }
 
+  @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   private RepartitionResult executeCounted() {
     long started = System.currentTimeMillis();
     Map<String, Long> phases = new LinkedHashMap<>();
