@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
@@ -70,42 +69,20 @@ final class HdfsFileExchange {
   /**
    * Read side: splits version {@code version} of the old partition in {@code partitionDir} into one
    * staged file per new partition that gets at least one key. A state file that cannot be decoded
-   * is refused as damage, naming it.
-   *
-   * @param check when not null, every key must sit in {@code oldPartition} under the old count
+   * is refused as damage, naming it (relative to {@code checkpointRoot}).
    */
   static StateRedistributionJob.ReadOutcome split(
-      Path partitionDir,
-      long version,
-      StoreSpec spec,
-      int oldPartition,
-      StateStores.KeyPlacement placement,
-      PlacementCheck check,
-      int firstTarget,
-      int newPartitions,
-      String exchangeDir,
-      String codecName,
-      String checkpointRoot,
-      Configuration hadoopConf,
-      TaskTimer timer) {
+      SplitTask task, Path partitionDir, long version, String codecName, String checkpointRoot) {
+    StoreSpec spec = task.spec();
+    TaskTimer timer = task.timer();
+    String exchangeDir = task.exchangeDir();
     CompressionCodec codec = codec(codecName);
     Path stagingDir = new Path(exchangeDir);
-    String fileStem = spec.slot() + "-" + oldPartition + "-" + UUID.randomUUID();
     Splitter splitter = null;
     try {
-      FileSystem fs = partitionDir.getFileSystem(hadoopConf);
-      FileSystem stagingFs = withoutChecksumFiles(stagingDir.getFileSystem(hadoopConf));
-      splitter =
-          new Splitter(
-              spec,
-              placement,
-              check,
-              firstTarget,
-              newPartitions,
-              stagingFs,
-              stagingDir,
-              codec,
-              fileStem);
+      FileSystem fs = partitionDir.getFileSystem(task.hadoopConf());
+      FileSystem stagingFs = withoutChecksumFiles(stagingDir.getFileSystem(task.hadoopConf()));
+      splitter = new Splitter(task, stagingFs, stagingDir, codec);
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
       Path snapshot =
           !chain.isEmpty() && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
@@ -135,7 +112,7 @@ final class HdfsFileExchange {
       timer.lap("stage");
       return new StateRedistributionJob.ReadOutcome(
           new Redistribution.PartitionCount(
-              spec.slot(), oldPartition, splitter.totalRows, splitter.totalBytes, null),
+              spec.slot(), task.oldPartition(), splitter.totalRows, splitter.totalBytes, null),
           staged);
     } catch (StateFileDamage.DamagedFile e) {
       abandon(splitter);
@@ -227,16 +204,7 @@ final class HdfsFileExchange {
             copied += n;
           }
         }
-        if (copied != file.fileBytes()) {
-          throw new IllegalStateException(
-              "The staged file "
-                  + staged
-                  + " holds "
-                  + copied
-                  + " bytes, its read task wrote "
-                  + file.fileBytes()
-                  + "; the attempt is abandoned");
-        }
+        file.checkLength(copied);
       }
       // the end marker, as a stream of its own; closing it closes the file
       end = codec.compressedOutputStream(out);
@@ -503,24 +471,16 @@ final class HdfsFileExchange {
     long totalRows;
     long totalBytes;
 
-    Splitter(
-        StoreSpec spec,
-        StateStores.KeyPlacement placement,
-        PlacementCheck check,
-        int firstTarget,
-        int newPartitions,
-        FileSystem stagingFs,
-        Path stagingDir,
-        CompressionCodec codec,
-        String fileStem) {
-      this.firstTarget = firstTarget;
+    Splitter(SplitTask task, FileSystem stagingFs, Path stagingDir, CompressionCodec codec) {
+      int newPartitions = task.newPartitions();
+      this.firstTarget = task.firstTarget();
       this.stagingFs = stagingFs;
       this.stagingDir = stagingDir;
       this.codec = codec;
-      this.fileStem = fileStem;
-      this.placement = placement;
-      this.check = check;
-      this.keyRow = new UnsafeRow(spec.keySchema().length());
+      this.fileStem = task.newFileStem();
+      this.placement = task.placement();
+      this.check = task.check();
+      this.keyRow = new UnsafeRow(task.spec().keySchema().length());
       this.writers = new SnapshotWriter[newPartitions];
       this.paths = new Path[newPartitions];
       this.rows = new long[newPartitions];

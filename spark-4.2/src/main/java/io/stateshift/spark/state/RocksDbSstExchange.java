@@ -84,68 +84,16 @@ final class RocksDbSstExchange {
 
   /**
    * Read side: walks {@code store} (a loaded RocksDB read store) and writes one SST file per new
-   * partition that gets at least one key, staged under {@code exchangeDir}.
-   *
-   * @param check when not null, every key must sit in {@code oldPartition} under the old count
-   * @param source the version read, as its checkpoint files (for errors)
+   * partition that gets at least one key, staged under the task's exchange folder.
    */
-  static ReadOutcome split(
-      ReadStateStore store,
-      StoreSpec spec,
-      int oldPartition,
-      StateStores.KeyPlacement placement,
-      PlacementCheck check,
-      String source,
-      int firstTarget,
-      int newPartitions,
-      String exchangeDir,
-      Configuration hadoopConf,
-      TaskTimer timer) {
+  static ReadOutcome split(SplitTask task, ReadStateStore store) {
     RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-    return split(
-        RocksDbInternals.nativeDb(db),
-        db.rocksDbOptions(),
-        db.localRootDir(),
-        spec,
-        oldPartition,
-        placement,
-        check,
-        source,
-        firstTarget,
-        newPartitions,
-        exchangeDir,
-        hadoopConf,
-        timer);
+    return split(task, RocksDbInternals.nativeDb(db), db.rocksDbOptions(), db.localRootDir());
   }
 
   /** The same, from a snapshot opened read-only, with the task's shared options. */
-  static ReadOutcome split(
-      RocksDbSnapshotReader snapshot,
-      RocksDbTaskScope scope,
-      StoreSpec spec,
-      int oldPartition,
-      StateStores.KeyPlacement placement,
-      PlacementCheck check,
-      String source,
-      int firstTarget,
-      int newPartitions,
-      String exchangeDir,
-      Configuration hadoopConf,
-      TaskTimer timer) {
-    return split(
-        snapshot.db(),
-        scope.options(),
-        scope.localRootDir(),
-        spec,
-        oldPartition,
-        placement,
-        check,
-        source,
-        firstTarget,
-        newPartitions,
-        exchangeDir,
-        hadoopConf,
-        timer);
+  static ReadOutcome split(SplitTask task, RocksDbSnapshotReader snapshot, RocksDbTaskScope scope) {
+    return split(task, snapshot.db(), scope.options(), scope.localRootDir());
   }
 
   /**
@@ -164,24 +112,19 @@ final class RocksDbSstExchange {
   }
 
   private static ReadOutcome split(
-      org.rocksdb.RocksDB db,
-      Options options,
-      File localRoot,
-      StoreSpec spec,
-      int oldPartition,
-      StateStores.KeyPlacement placement,
-      PlacementCheck check,
-      String source,
-      int firstTarget,
-      int newPartitions,
-      String exchangeDir,
-      Configuration hadoopConf,
-      TaskTimer timer) {
+      SplitTask task, org.rocksdb.RocksDB db, Options options, File localRoot) {
+    StoreSpec spec = task.spec();
+    int oldPartition = task.oldPartition();
+    int newPartitions = task.newPartitions();
+    int firstTarget = task.firstTarget();
+    PlacementCheck check = task.check();
+    String exchangeDir = task.exchangeDir();
+    TaskTimer timer = task.timer();
     RocksDBKeyStateEncoder keys = keyDecoder(spec);
     org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
     FileSystem fs;
     try {
-      fs = stagingDir.getFileSystem(hadoopConf);
+      fs = stagingDir.getFileSystem(task.hadoopConf());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -194,7 +137,7 @@ final class RocksDbSstExchange {
     if (!localDir.mkdirs() && !localDir.isDirectory()) {
       throw new UncheckedIOException(new IOException("Cannot create " + localDir));
     }
-    String fileStem = spec.slot() + "-" + oldPartition + "-" + UUID.randomUUID();
+    String fileStem = task.newFileStem();
     SstFileWriter[] writers = new SstFileWriter[newPartitions];
     File[] files = new File[newPartitions];
     long[] rows = new long[newPartitions];
@@ -209,9 +152,9 @@ final class RocksDbSstExchange {
       try {
         for (it.seekToFirst(); it.isValid(); it.next()) {
           UnsafeRow keyRow = entry.read(it);
-          int hash = placement.hash(keyRow);
+          int hash = task.placement().hash(keyRow);
           if (check != null && check.misplaced(hash)) {
-            check.report(source);
+            check.report(task.source());
           }
           int p = StateStores.KeyPlacement.pmod(hash, newPartitions);
           if (writers[p] == null) {
@@ -519,16 +462,7 @@ final class RocksDbSstExchange {
       throw new UncheckedIOException(
           "Cannot fetch the staged SST file " + staged + ": " + e.getMessage(), e);
     }
-    if (local.length() != file.fileBytes()) {
-      throw new IllegalStateException(
-          "The staged file "
-              + staged
-              + " holds "
-              + local.length()
-              + " bytes, its read task wrote "
-              + file.fileBytes()
-              + "; the attempt is abandoned");
-    }
+    file.checkLength(local.length());
     return local.getAbsolutePath();
   }
 }

@@ -21,6 +21,7 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.rdd.ShuffledRDD;
+import org.apache.spark.sql.RuntimeConfig;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
@@ -51,7 +52,25 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * its own length, which the write task checks before it uses the file.
    */
   record StagedFile(int target, String path, long rows, long bytes, long fileBytes)
-      implements Serializable {}
+      implements Serializable {
+
+    /**
+     * Fails the write task when the staged file, as the write task found it, holds {@code length}
+     * bytes instead of the {@link #fileBytes} its read task wrote.
+     */
+    void checkLength(long length) {
+      if (length != fileBytes) {
+        throw new IllegalStateException(
+            "The staged file "
+                + new Path(path)
+                + " holds "
+                + length
+                + " bytes, its read task wrote "
+                + fileBytes
+                + "; the attempt is abandoned");
+      }
+    }
+  }
 
   /** What one read task of a file exchange produced: its counts and the files it staged. */
   record ReadOutcome(PartitionCount count, List<StagedFile> files) implements Serializable {}
@@ -136,24 +155,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   /** The way new partitions are written, and why when it is the slower one. */
   @Override
   public String writeStrategy(SparkSession spark) {
-    chooseExchange(spark);
-    if (hdfsExchange) {
-      return "hdfs-file-exchange (raw bytes, no shuffle)";
-    }
-    if (!rocksDb) {
-      return "hdfs-snapshot";
-    }
-    if (sstExchange) {
-      return "rocksdb-sst-exchange (raw bytes, no shuffle)";
-    }
-    if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
-      return "rocksdb-sst-ingest";
-    }
-    String reason =
-        stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
-            ? "column families"
-            : RocksDbSnapshotWriter.reasonForPuts(storeConf);
-    return "rocksdb-puts (" + reason + ")";
+    return exchange(spark.conf()).description();
   }
 
   /**
@@ -228,25 +230,17 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   /**
-   * Whether RocksDB partitions move as raw SST files without a shuffle ({@link
-   * RocksDbSstExchange}), and HDFS-backed ones as raw staged files ({@link HdfsFileExchange});
-   * chosen from the session's conf by {@link #run} and {@link #writeStrategy}.
+   * The way this job moves its state under the session's conf: RocksDB partitions as raw SST files
+   * without a shuffle ({@link RocksDbSstExchange}), HDFS-backed ones as raw staged files ({@link
+   * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
    */
-  private boolean sstExchange;
-
-  private boolean hdfsExchange;
-
-  private void chooseExchange(SparkSession spark) {
-    sstExchange =
-        rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-            && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
-            && !"shuffle".equals(spark.conf().get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
-    // State checkpoint format v2 names files by unique id: the provider reads those.
-    hdfsExchange =
-        !rocksDb
-            && readCheckpointIds == null
-            && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
-            && !"shuffle".equals(spark.conf().get(HdfsFileExchange.EXCHANGE_CONF, "files"));
+  private StateExchange exchange(RuntimeConfig conf) {
+    for (StateExchange exchange : List.of(new RocksDbFiles(), new HdfsFiles(), new Shuffle())) {
+      if (exchange.applies(conf)) {
+        return exchange;
+      }
+    }
+    throw new IllegalStateException("no state exchange applies"); // the shuffle always does
   }
 
   @Override
@@ -265,43 +259,71 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   private Outcome runJobs(SparkSession spark) {
-    chooseExchange(spark);
     inProcessDeletes = !"false".equals(spark.conf().get(InProcessDeletes.CONF, "true"));
-    if (sstExchange) {
-      return runFileExchange(spark, this::splitIntoSstFiles, this::ingestSstFiles, true);
+    return exchange(spark.conf()).run(spark);
+  }
+
+  /**
+   * Spark's shuffle: one task per old (store, partition) reads it and tags every record with its
+   * new partition, one task per new (store, partition) writes what the shuffle groups for it. For
+   * RocksDB in SST mode the shuffle sorts records by their RocksDB key bytes and each new partition
+   * is ingested as one SST file; otherwise the provider's puts (RocksDB) or a snapshot written
+   * directly (HDFS-backed). Applies always: the way of last resort.
+   */
+  private final class Shuffle implements StateExchange {
+    @Override
+    public boolean applies(RuntimeConfig conf) {
+      return true;
     }
-    if (hdfsExchange) {
-      return runFileExchange(
-          spark,
-          (task, scope) -> splitHdfsFiles(task),
-          (spec, partition, files, scope) -> concatenateHdfsFiles(spec, partition, files),
-          false);
-    }
-    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    readCounts = new CollectionAccumulator<>();
-    jsc.sc().register(readCounts, "stateshift.readCounts");
-    List<SourceTask> sources = new ArrayList<>();
-    for (StoreSpec store : stores) {
-      for (int p = 0; p < oldPartitions; p++) {
-        sources.add(new SourceTask(store.slot(), p));
+
+    @Override
+    public String description() {
+      if (!rocksDb) {
+        return "hdfs-snapshot";
       }
+      if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
+        return "rocksdb-sst-ingest";
+      }
+      String reason =
+          stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
+              ? "column families"
+              : RocksDbSnapshotWriter.reasonForPuts(storeConf);
+      return "rocksdb-puts (" + reason + ")";
     }
-    int targets = stores.size() * newPartitions;
-    RDD<Tuple2<byte[], Object>> tagged =
-        jsc.parallelize(sources, sources.size()).flatMap(this::read).rdd();
-    ShuffledRDD<byte[], Object, Object> shuffled =
-        new ShuffledRDD<>(
-            tagged, new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
-    shuffled.setSerializer(new RawRecordSerializer());
-    if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
-      // sorted by the RocksDB key bytes within each partition; Spark's sorter spills to disk
-      shuffled.setKeyOrdering(
-          scala.math.Ordering$.MODULE$.comparatorToOrdering(new StateRecords.KeyBytesOrder()));
+
+    @Override
+    public Outcome run(SparkSession spark) {
+      JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      readCounts = new CollectionAccumulator<>();
+      jsc.sc().register(readCounts, "stateshift.readCounts");
+      List<SourceTask> sources = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        for (int p = 0; p < oldPartitions; p++) {
+          sources.add(new SourceTask(store.slot(), p));
+        }
+      }
+      int targets = stores.size() * newPartitions;
+      RDD<Tuple2<byte[], Object>> tagged =
+          jsc.parallelize(sources, sources.size()).flatMap(StateRedistributionJob.this::read).rdd();
+      ShuffledRDD<byte[], Object, Object> shuffled =
+          new ShuffledRDD<>(
+              tagged, new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
+      shuffled.setSerializer(new RawRecordSerializer());
+      if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
+        // sorted by the RocksDB key bytes within each partition; Spark's sorter spills to disk
+        shuffled.setKeyOrdering(
+            scala.math.Ordering$.MODULE$.comparatorToOrdering(new StateRecords.KeyBytesOrder()));
+      }
+      List<PartitionCount> written =
+          shuffled
+              .toJavaRDD()
+              .mapPartitionsWithIndex(StateRedistributionJob.this::write, false)
+              .collect();
+      return new Outcome(
+          List.copyOf(readCounts.value()),
+          List.copyOf(written),
+          List.copyOf(placementNotes.value()));
     }
-    List<PartitionCount> written =
-        shuffled.toJavaRDD().mapPartitionsWithIndex(this::write, false).collect();
-    return new Outcome(
-        List.copyOf(readCounts.value()), List.copyOf(written), List.copyOf(placementNotes.value()));
   }
 
   // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
@@ -312,17 +334,43 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   /**
-   * Splits one old partition of a store into staged files; {@code scope} is what the task's RocksDB
-   * stores share, null for HDFS-backed ones. (The job and its methods are serializable.)
+   * A way without a shuffle: each read task splits old partitions into staged files per new
+   * partition, each write task writes new partitions from the files staged for them, both through
+   * {@link #runFileExchange}. (The job and its exchanges are serializable: tasks run them.)
    */
-  private interface ReadStep extends Serializable {
-    ReadOutcome read(SourceTask task, RocksDbTaskScope scope);
+  private abstract class FileExchange implements StateExchange, Serializable {
+    /** Whether the tasks' stores share one {@link RocksDbTaskScope} (RocksDB), else none. */
+    abstract boolean rocksDbScope();
+
+    /**
+     * Splits one old partition of a store into staged files; {@code scope} is what the task's
+     * RocksDB stores share, null for HDFS-backed ones.
+     */
+    abstract ReadOutcome split(SourceTask task, RocksDbTaskScope scope);
+
+    /** Writes one new partition of a store from the files staged for it. */
+    abstract PartitionCount write(
+        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope);
+
+    @Override
+    public Outcome run(SparkSession spark) {
+      return runFileExchange(spark, this);
+    }
   }
 
-  /** Writes one new partition of a store from the files staged for it. */
-  private interface WriteStep extends Serializable {
-    PartitionCount write(
-        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope);
+  /** What {@link FileExchange#split} hands the exchange's own split of one old partition. */
+  private SplitTask splitTask(StoreSpec spec, int partition, String source, TaskTimer timer) {
+    return new SplitTask(
+        spec,
+        partition,
+        new StateStores.KeyPlacement(spec, newPartitions),
+        placementCheck(spec, partition),
+        source,
+        spec.slot() * newPartitions,
+        newPartitions,
+        exchangeDir(),
+        hadoopConf(),
+        timer);
   }
 
   /**
@@ -352,12 +400,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   /**
-   * The read stage runs {@code split} for each (store, old partition), the write stage {@code
-   * write} for each (store, new partition) with the files staged for it; a task runs its share of
-   * these on a few threads, with one {@link RocksDbTaskScope} when {@code rocksDbScope}.
+   * The one fan-out of the file exchanges: the read stage runs the exchange's split for each
+   * (store, old partition), the write stage its write for each (store, new partition) with the
+   * files staged for it; a task runs its share of these on a few threads, with one {@link
+   * RocksDbTaskScope} when the exchange's stores share one.
    */
-  private Outcome runFileExchange(
-      SparkSession spark, ReadStep split, WriteStep write, boolean rocksDbScope) {
+  private Outcome runFileExchange(SparkSession spark, FileExchange exchange) {
+    boolean rocksDbScope = exchange.rocksDbScope();
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     // Several stores (a join's four): a task per core, not per partition, each working through
     // its share of (store, partition) items on a few threads of its own, so that a slow store
@@ -387,7 +436,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                 share -> {
                   beginTask();
                   try (RocksDbTaskScope scope = rocksDbScope ? taskScope(liveStateRoot) : null) {
-                    return onThreads(share, readThreads, task -> split.read(task, scope))
+                    return onThreads(share, readThreads, task -> exchange.split(task, scope))
                         .iterator();
                   }
                 })
@@ -428,14 +477,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                   beginTask();
                   try (RocksDbTaskScope scope =
                       rocksDbScope ? taskScope(stagingRoot + "/state") : null) {
-                    return onThreads(share, writeThreads, t -> writeTarget(t, write, scope))
+                    return onThreads(share, writeThreads, t -> writeTarget(t, exchange, scope))
                         .iterator();
                   }
                 })
             .collect();
     try {
-      Path exchange = new Path(exchangeDir());
-      exchange.getFileSystem(hadoopConf()).delete(exchange, true);
+      Path staged = new Path(exchangeDir());
+      staged.getFileSystem(hadoopConf()).delete(staged, true);
     } catch (IOException e) {
       // left for the attempt folder's removal; the staged files are not part of the checkpoint
     }
@@ -528,137 +577,158 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf());
   }
 
-  private ReadOutcome splitIntoSstFiles(SourceTask task, RocksDbTaskScope scope) {
-    StoreSpec spec = stores.get(task.slot());
-    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
-    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
-    PlacementCheck check = placementCheck(spec, task.partition());
-    scala.Option<String> checkpointId =
-        StateStores.checkpointId(readCheckpointIds, spec, task.partition());
-    String source = versionFiles(spec, task.partition());
-    try {
-      if (RocksDbSnapshotReader.ENABLED && scope != null) {
-        try (RocksDbSnapshotReader snapshot =
-            RocksDbSnapshotReader.open(
-                scope,
-                new StateStoreId(
-                    liveStateRoot, spec.operatorId(), task.partition(), spec.storeName()),
-                readVersion,
-                checkpointId,
-                hadoopConf(),
-                timer)) {
-          if (snapshot != null) {
-            timer.lap("open-read-only");
-            String zip =
-                spec.dir(task.partition())
-                    + "/"
-                    + readVersion
-                    + (checkpointId.isDefined() ? "_" + checkpointId.get() : "")
-                    + ".zip";
-            return RocksDbSstExchange.split(
-                snapshot,
-                scope,
-                spec,
-                task.partition(),
-                placement,
-                check,
-                zip,
-                spec.slot() * newPartitions,
-                newPartitions,
-                exchangeDir(),
-                hadoopConf(),
-                timer);
-          }
-        }
-      }
-      StateStoreProvider provider =
-          StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
-      try {
-        ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
-        timer.lap("load");
-        try {
-          return RocksDbSstExchange.split(
-              store,
-              spec,
-              task.partition(),
-              placement,
-              check,
-              source,
-              spec.slot() * newPartitions,
-              newPartitions,
-              exchangeDir(),
-              hadoopConf(),
-              timer);
-        } finally {
-          store.release();
-        }
-      } finally {
-        provider.close();
-      }
-    } catch (RuntimeException e) {
-      if (!(e instanceof StateShiftException) && RocksDbSstExchange.isCorruption(e)) {
-        throw rocksDbDamage(spec, task.partition(), source, e);
-      }
-      throw e;
-    } finally {
-      timer.lap("close");
-      timer.report();
-    }
-  }
-
   /** Runs {@code write} for one (store, new partition) target with the files staged for it. */
   private PartitionCount writeTarget(
-      Tuple2<Integer, List<StagedFile>> target, WriteStep write, RocksDbTaskScope scope) {
+      Tuple2<Integer, List<StagedFile>> target, FileExchange exchange, RocksDbTaskScope scope) {
     if (target._1() == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
     }
-    return write.write(
+    return exchange.write(
         stores.get(target._1() / newPartitions), target._1() % newPartitions, target._2(), scope);
   }
 
-  private PartitionCount ingestSstFiles(
-      StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
-    RocksDbSnapshotWriter.Written written =
-        RocksDbSstExchange.ingest(
-            stagingRoot + "/state",
-            spec,
-            partition,
-            storeConf,
-            hadoopConf(),
-            writeBatchId,
-            files,
-            scope);
-    return new PartitionCount(
-        spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
-  }
+  /**
+   * RocksDB to RocksDB as raw SST files, no shuffle ({@link RocksDbSstExchange}): applies in SST
+   * mode with at most {@link RocksDbSstExchange#MAX_FILES_PER_PARTITION} old partitions, unless the
+   * session asks for the shuffle.
+   */
+  private final class RocksDbFiles extends FileExchange {
+    @Override
+    public boolean applies(RuntimeConfig conf) {
+      return rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+          && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
+          && !"shuffle".equals(conf.get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+    }
 
-  private ReadOutcome splitHdfsFiles(SourceTask task) {
-    StoreSpec spec = stores.get(task.slot());
-    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
-    try {
-      return HdfsFileExchange.split(
-          new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())),
-          readVersion,
-          spec,
-          task.partition(),
-          new StateStores.KeyPlacement(spec, newPartitions),
-          placementCheck(spec, task.partition()),
-          spec.slot() * newPartitions,
-          newPartitions,
-          exchangeDir(),
-          compressionCodec,
-          checkpointRoot(),
-          hadoopConf(),
-          timer);
-    } finally {
-      timer.report();
+    @Override
+    public String description() {
+      return "rocksdb-sst-exchange (raw bytes, no shuffle)";
+    }
+
+    @Override
+    boolean rocksDbScope() {
+      return true;
+    }
+
+    @Override
+    ReadOutcome split(SourceTask task, RocksDbTaskScope scope) {
+      StoreSpec spec = stores.get(task.slot());
+      TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+      String source = versionFiles(spec, task.partition());
+      SplitTask split = splitTask(spec, task.partition(), source, timer);
+      scala.Option<String> checkpointId =
+          StateStores.checkpointId(readCheckpointIds, spec, task.partition());
+      try {
+        if (RocksDbSnapshotReader.ENABLED && scope != null) {
+          try (RocksDbSnapshotReader snapshot =
+              RocksDbSnapshotReader.open(
+                  scope,
+                  new StateStoreId(
+                      liveStateRoot, spec.operatorId(), task.partition(), spec.storeName()),
+                  readVersion,
+                  checkpointId,
+                  hadoopConf(),
+                  timer)) {
+            if (snapshot != null) {
+              timer.lap("open-read-only");
+              String zip =
+                  spec.dir(task.partition())
+                      + "/"
+                      + readVersion
+                      + (checkpointId.isDefined() ? "_" + checkpointId.get() : "")
+                      + ".zip";
+              return RocksDbSstExchange.split(split.withSource(zip), snapshot, scope);
+            }
+          }
+        }
+        StateStoreProvider provider =
+            StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
+        try {
+          ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
+          timer.lap("load");
+          try {
+            return RocksDbSstExchange.split(split, store);
+          } finally {
+            store.release();
+          }
+        } finally {
+          provider.close();
+        }
+      } catch (RuntimeException e) {
+        if (!(e instanceof StateShiftException) && RocksDbSstExchange.isCorruption(e)) {
+          throw rocksDbDamage(spec, task.partition(), source, e);
+        }
+        throw e;
+      } finally {
+        timer.lap("close");
+        timer.report();
+      }
+    }
+
+    @Override
+    PartitionCount write(
+        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
+      RocksDbSnapshotWriter.Written written =
+          RocksDbSstExchange.ingest(
+              stagingRoot + "/state",
+              spec,
+              partition,
+              storeConf,
+              hadoopConf(),
+              writeBatchId,
+              files,
+              scope);
+      return new PartitionCount(
+          spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
     }
   }
 
-  private PartitionCount concatenateHdfsFiles(
-      StoreSpec spec, int partition, List<StagedFile> files) {
-    return HdfsFileExchange.writeSnapshot(
-        snapshotFile(spec, partition), spec, partition, files, compressionCodec, hadoopConf());
+  /**
+   * HDFS-backed state as raw staged files, no shuffle ({@link HdfsFileExchange}): applies to state
+   * checkpoint format v1 without column families, unless the session asks for the shuffle.
+   */
+  private final class HdfsFiles extends FileExchange {
+    @Override
+    public boolean applies(RuntimeConfig conf) {
+      // State checkpoint format v2 names files by unique id: the provider reads those.
+      return !rocksDb
+          && readCheckpointIds == null
+          && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
+          && !"shuffle".equals(conf.get(HdfsFileExchange.EXCHANGE_CONF, "files"));
+    }
+
+    @Override
+    public String description() {
+      return "hdfs-file-exchange (raw bytes, no shuffle)";
+    }
+
+    @Override
+    boolean rocksDbScope() {
+      return false;
+    }
+
+    @Override
+    ReadOutcome split(SourceTask task, RocksDbTaskScope scope) {
+      StoreSpec spec = stores.get(task.slot());
+      TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+      try {
+        return HdfsFileExchange.split(
+            splitTask(spec, task.partition(), versionFiles(spec, task.partition()), timer),
+            new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())),
+            readVersion,
+            compressionCodec,
+            checkpointRoot());
+      } finally {
+        timer.report();
+      }
+    }
+
+    @Override
+    PartitionCount write(
+        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
+      return HdfsFileExchange.writeSnapshot(
+          snapshotFile(spec, partition), spec, partition, files, compressionCodec, hadoopConf());
+    }
   }
 
   private Path snapshotFile(StoreSpec spec, int partition) {

@@ -128,21 +128,7 @@ class HdfsFileExchangeTest {
     List<StateRedistributionJob.StagedFile> staged = new ArrayList<>();
     long readRows = 0;
     for (int p = 0; p < 2; p++) {
-      StateRedistributionJob.ReadOutcome outcome =
-          HdfsFileExchange.split(
-              partitionDir(old, p),
-              4,
-              SPEC,
-              p,
-              new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS),
-              null,
-              0,
-              NEW_PARTITIONS,
-              exchange,
-              codecName,
-              "checkpoint",
-              hadoopConf,
-              new TaskTimer("t"));
+      StateRedistributionJob.ReadOutcome outcome = split(partitionDir(old, p), 4, p, exchange);
       staged.addAll(outcome.files());
       readRows += outcome.count().rows();
     }
@@ -183,21 +169,7 @@ class HdfsFileExchangeTest {
     }
     writeFile(old, 0, "1.delta", entries);
     List<StateRedistributionJob.StagedFile> staged =
-        HdfsFileExchange.split(
-                partitionDir(old, 0),
-                1,
-                SPEC,
-                0,
-                new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS),
-                null,
-                0,
-                NEW_PARTITIONS,
-                tmp.resolve("exchange").toUri().toString(),
-                codecName,
-                "checkpoint",
-                hadoopConf,
-                new TaskTimer("t"))
-            .files();
+        split(partitionDir(old, 0), 1, 0, tmp.resolve("exchange").toUri().toString()).files();
     StateRedistributionJob.StagedFile first = staged.get(0);
     java.nio.file.Path file = java.nio.file.Path.of(java.net.URI.create(first.path()));
     java.nio.file.Files.write(
@@ -223,21 +195,7 @@ class HdfsFileExchangeTest {
     writeFile(old, 0, "1.delta", List.of(put(1, 1)));
     writeFile(old, 0, "3.delta", List.of(put(2, 2)));
     assertThatThrownBy(
-            () ->
-                HdfsFileExchange.split(
-                    partitionDir(old, 0),
-                    3,
-                    SPEC,
-                    0,
-                    new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS),
-                    null,
-                    0,
-                    NEW_PARTITIONS,
-                    tmp.resolve("exchange").toUri().toString(),
-                    codecName,
-                    "checkpoint",
-                    hadoopConf,
-                    new TaskTimer("t")))
+            () -> split(partitionDir(old, 0), 3, 0, tmp.resolve("exchange").toUri().toString()))
         .hasMessageContaining("no state file for version 2");
   }
 
@@ -251,21 +209,7 @@ class HdfsFileExchangeTest {
       out.writeInt(16); // a key length, and then nothing
     }
     assertThatThrownBy(
-            () ->
-                HdfsFileExchange.split(
-                    partitionDir(old, 0),
-                    2,
-                    SPEC,
-                    0,
-                    new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS),
-                    null,
-                    0,
-                    NEW_PARTITIONS,
-                    tmp.resolve("exchange").toUri().toString(),
-                    codecName,
-                    "checkpoint",
-                    hadoopConf,
-                    new TaskTimer("t")))
+            () -> split(partitionDir(old, 0), 2, 0, tmp.resolve("exchange").toUri().toString()))
         .hasMessageContaining("2.delta ends before its end marker");
   }
 
@@ -356,6 +300,27 @@ class HdfsFileExchangeTest {
 
   private FileSystem fs() throws IOException {
     return FileSystem.getLocal(hadoopConf);
+  }
+
+  /** Splits version {@code version} of old partition {@code p} as a read task does. */
+  private StateRedistributionJob.ReadOutcome split(
+      org.apache.hadoop.fs.Path partitionDir, long version, int p, String exchange) {
+    return HdfsFileExchange.split(
+        new SplitTask(
+            SPEC,
+            p,
+            new StateStores.KeyPlacement(SPEC, NEW_PARTITIONS),
+            null,
+            partitionDir + " version " + version,
+            0,
+            NEW_PARTITIONS,
+            exchange,
+            hadoopConf,
+            new TaskTimer("t")),
+        partitionDir,
+        version,
+        codecName,
+        "checkpoint");
   }
 
   private CompressionCodec codec() {
