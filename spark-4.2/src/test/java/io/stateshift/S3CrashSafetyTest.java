@@ -25,6 +25,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -43,6 +44,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>By default every S3 point and the fail points {@link #DEFAULT_FAIL_POINTS} run on both stores;
  * {@code -Dstateshift.s3.allFailPoints=true} adds every other fail point of {@link FailPoints#ALL}.
  */
+@Tag("extended") // about 15 minutes: mvn -B test -Pextended
 class S3CrashSafetyTest {
   static final int FROM = CrashSafetyTest.FROM;
   static final int TO = CrashSafetyTest.TO;
