@@ -176,7 +176,9 @@ final class LayoutReader {
         StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
     Map<String, String> settings =
         Map.copyOf(scala.jdk.javaapi.CollectionConverters.asJava(sqlConf.getAllConfs()));
-    StateStoreConf storeConf = StateStores.storeConf(settings);
+    // built from the SQL conf at hand: no second SQLConf filled from the settings' copy
+    StateStoreConf storeConf =
+        new StateStoreConf(sqlConf, scala.collection.immutable.Map$.MODULE$.empty());
     if (storeConf.rowChecksumEnabled() && !provider.equals(ROCKSDB_PROVIDER)) {
       throw new StateShiftException(
           Reason.UNSUPPORTED_CHECKPOINT,
