@@ -134,9 +134,6 @@ public final class CheckpointFiles {
   /** Lists the children of a folder, without Hadoop's checksum side files; empty when absent. */
   public List<FileStatus> list(Path dir) {
     try {
-      if (!fs.exists(dir)) {
-        return List.of();
-      }
       List<FileStatus> out = new ArrayList<>();
       for (FileStatus status : fs.listStatus(dir)) {
         if (!status.getPath().getName().endsWith(".crc")) {
@@ -144,6 +141,8 @@ public final class CheckpointFiles {
         }
       }
       return out;
+    } catch (FileNotFoundException absent) {
+      return List.of(); // one listing answers both questions: no existence check first
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -157,9 +156,13 @@ public final class CheckpointFiles {
   public List<Path> listFilesRecursively(Path dir) {
     List<Path> out = new ArrayList<>();
     try {
-      if (fs.exists(dir)) {
-        collectFiles(dir, out);
+      FileStatus[] top;
+      try {
+        top = fs.listStatus(dir);
+      } catch (FileNotFoundException absent) {
+        return List.of(); // one listing answers both questions: no existence check first
       }
+      collectFiles(top, out);
       return out;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -171,10 +174,10 @@ public final class CheckpointFiles {
    * listFiles asks every file's permissions with a forked {@code ls} (about 20 ms a file: 5 s of a
    * join's switch, which lists its 128 staged files twice).
    */
-  private void collectFiles(Path dir, List<Path> out) throws IOException {
-    for (FileStatus status : fs.listStatus(dir)) {
+  private void collectFiles(FileStatus[] listing, List<Path> out) throws IOException {
+    for (FileStatus status : listing) {
       if (status.isDirectory()) {
-        collectFiles(status.getPath(), out);
+        collectFiles(fs.listStatus(status.getPath()), out);
       } else if (!isHadoopChecksum(status.getPath())) {
         out.add(status.getPath());
       }
@@ -205,8 +208,30 @@ public final class CheckpointFiles {
     }
   }
 
+  /**
+   * Whether the store's folders are only key prefixes, as S3's are: a file can be written or
+   * renamed under a folder that was never made, and a rename onto an existing file fails rather
+   * than replacing it (S3A checks). There, {@link #rename} skips the folder and existence checks
+   * that cost a request each, and asks only when the rename fails.
+   */
+  private boolean flatNamespace() {
+    return "s3a".equals(fs.getScheme());
+  }
+
   /** Renames one file; with {@code overwrite} the target is replaced atomically where supported. */
   public void rename(Path from, Path to, boolean overwrite) throws IOException {
+    if (!overwrite && flatNamespace()) {
+      boolean renamed;
+      try {
+        renamed = fs.rename(from, to);
+      } catch (org.apache.hadoop.fs.FileAlreadyExistsException exists) {
+        renamed = false;
+      }
+      if (!renamed) {
+        finishOrRefuseRename(from, to);
+      }
+      return;
+    }
     fs.mkdirs(to.getParent());
     if (overwrite) {
       FileContext fc = FileContext.getFileContext(fs.getUri(), conf);
@@ -222,17 +247,28 @@ public final class CheckpointFiles {
       return;
     }
     if (fs.exists(to)) {
-      if (sameBytes(fs, from, fs, to)) {
-        // A move that copied but did not delete its source: a rename on an object store is a copy,
-        // then a delete, and a crash in between leaves both. Finish it.
-        fs.delete(from, false);
-        return;
-      }
-      throw new IOException("Refusing to overwrite existing file " + to);
+      finishOrRefuseRename(from, to);
+      return;
     }
     if (!fs.rename(from, to)) {
       throw new IOException("Rename failed: " + from + " -> " + to);
     }
+  }
+
+  /**
+   * A rename whose target exists already: finished if it holds the source's bytes, else refused.
+   */
+  private void finishOrRefuseRename(Path from, Path to) throws IOException {
+    if (sameBytes(fs, from, fs, to)) {
+      // A move that copied but did not delete its source: a rename on an object store is a copy,
+      // then a delete, and a crash in between leaves both. Finish it.
+      fs.delete(from, false);
+      return;
+    }
+    if (fs.exists(to)) {
+      throw new IOException("Refusing to overwrite existing file " + to);
+    }
+    throw new IOException("Rename failed: " + from + " -> " + to);
   }
 
   /** Whether two files hold the same bytes: lengths first, then the contents. */

@@ -368,7 +368,9 @@ final class LayoutReader {
       for (StatefulOperator.Store store : op.stores()) {
         for (int p = 0; p < partitions; p++) {
           String dir = StatefulOperator.storeDir(op.id(), p, store.name());
-          if (!files.isDirectory(files.path(dir))) {
+          // one listing per folder; a second request only where it lists no file
+          Map<String, Long> sizes = fileSizes(files, dir);
+          if (sizes.isEmpty() && !files.isDirectory(files.path(dir))) {
             throw Checkpoint.corrupt(
                 files,
                 "the partition folder "
@@ -382,7 +384,6 @@ final class LayoutReader {
                     + ")",
                 RESTORE);
           }
-          Map<String, Long> sizes = fileSizes(files, dir);
           if (checkpointIds != null) {
             checkRocksDbFilesById(
                 files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()));
