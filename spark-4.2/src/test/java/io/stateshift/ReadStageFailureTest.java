@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.CheckpointTrees;
@@ -42,6 +43,18 @@ class ReadStageFailureTest {
       names = {"HDFS", "ROCKSDB"})
   void ioErrorWhileReadingLeavesEveryFileAsItWas(StateStores store) throws Exception {
     FaultyFileSystem.register(spark.sparkContext().hadoopConfiguration());
+    // the read tasks stage their files where the I/O error is injected
+    spark
+        .conf()
+        .set(StateShiftConf.EXCHANGE_DIR.key(), FaultyFileSystem.uriOf(tmp.resolve("exchange")));
+    try {
+      readStageFails(store);
+    } finally {
+      spark.conf().unset(StateShiftConf.EXCHANGE_DIR.key());
+    }
+  }
+
+  private void readStageFails(StateStores store) throws Exception {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 200, 40);
     run.writeEvents(1, 200, 40);

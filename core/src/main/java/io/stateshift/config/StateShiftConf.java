@@ -288,6 +288,18 @@ public final class StateShiftConf {
           "HDFS-backed state: `files` splits the version files directly, `shuffle` reads through"
               + " Spark's provider and one shuffle.");
 
+  public static final Setting<String> EXCHANGE_DIR =
+      string(
+          Section.JOB,
+          "spark.stateshift.exchange.dir",
+          "",
+          false,
+          "Where the file exchanges stage the files that read tasks hand to write tasks (deleted"
+              + " when the job ends). Empty: Spark's `spark.local.dir` with a local master, else"
+              + " the attempt's folder on the checkpoint's file system; on a cluster with the"
+              + " checkpoint on an object store, a cluster file system (`hdfs://...`) saves"
+              + " requests.");
+
   public static final Setting<Boolean> ROCKSDB_DIRECT_COMMIT =
       bool(
           Section.JOB,

@@ -6,6 +6,7 @@ import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateFileDamage;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
 import java.io.IOException;
 import java.io.Serializable;
@@ -328,8 +329,41 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
 
-  /** Where the read tasks stage their files: next to the attempt's staged state. */
+  /**
+   * Where the read tasks stage their files for the write tasks, chosen by {@link
+   * #chooseExchangeDir} on the driver before the job; tasks read the field.
+   */
+  private String exchangeDir;
+
   private String exchangeDir() {
+    return exchangeDir;
+  }
+
+  /**
+   * With a local master every task runs in this JVM, so the files go to this machine's local disk
+   * (Spark's {@code spark.local.dir}), whatever the checkpoint's file system: on an object store
+   * every staged file would cost several requests (about 7 a file on S3A, 1,100 files at 200 -> 64
+   * partitions). On a cluster they go where every executor reads them: next to the attempt's staged
+   * state.
+   */
+  private String chooseExchangeDir(SparkSession spark) {
+    String chosen = spark.conf().get(StateShiftConf.EXCHANGE_DIR.key(), "");
+    if (!chosen.isBlank()) {
+      return new Path(chosen.trim(), "stateshift-exchange-" + java.util.UUID.randomUUID())
+          .toString();
+    }
+    if (spark.sparkContext().isLocal()) {
+      String localDirs =
+          spark
+              .sparkContext()
+              .getConf()
+              .get("spark.local.dir", System.getProperty("java.io.tmpdir"));
+      String first = localDirs.split(",")[0].trim();
+      return new Path(
+              new Path(new java.io.File(first).toURI()),
+              "stateshift-exchange-" + java.util.UUID.randomUUID())
+          .toString();
+    }
     return new Path(new Path(stagingRoot).getParent(), "exchange").toString();
   }
 
@@ -406,6 +440,20 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * RocksDbTaskScope} when the exchange's stores share one.
    */
   private Outcome runFileExchange(SparkSession spark, FileExchange exchange) {
+    exchangeDir = chooseExchangeDir(spark);
+    try {
+      return runFileExchangeStages(spark, exchange);
+    } finally {
+      try {
+        Path staged = new Path(exchangeDir);
+        staged.getFileSystem(hadoopConf()).delete(staged, true);
+      } catch (IOException e) {
+        // on the checkpoint's store: left for the attempt folder's removal, never read by Spark
+      }
+    }
+  }
+
+  private Outcome runFileExchangeStages(SparkSession spark, FileExchange exchange) {
     boolean rocksDbScope = exchange.rocksDbScope();
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     // Several stores (a join's four): a task per core, not per partition, each working through
@@ -482,12 +530,6 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                   }
                 })
             .collect();
-    try {
-      Path staged = new Path(exchangeDir());
-      staged.getFileSystem(hadoopConf()).delete(staged, true);
-    } catch (IOException e) {
-      // left for the attempt folder's removal; the staged files are not part of the checkpoint
-    }
     return new Outcome(
         List.copyOf(read), List.copyOf(written), List.copyOf(placementNotes.value()));
   }
