@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.AppJar;
+import io.stateshift.testing.S3Server;
 import io.stateshift.testing.SparkEventLog;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StandaloneCluster;
@@ -17,6 +18,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.spark.sql.SparkSession;
@@ -37,6 +39,9 @@ import org.junit.jupiter.api.io.TempDir;
  *       {@code spark.sql.streaming.stateStore.partitions}.
  *   <li>An executor killed with SIGKILL in a write task ({@code spark.stateshift.test.failpoint},
  *       which reaches executors through Spark's conf): the task runs again on another executor.
+ *   <li>The checkpoint on S3 (s3proxy on loopback, {@link S3Server}), which neither the command
+ *       line's class path nor the Workers' can reach: the S3A connector comes with {@code --jars},
+ *       the driver loads it and ships it to the executors, and an executor is killed mid-task.
  * </ul>
  *
  * Each time, the query's output after the change equals its uninterrupted run's, read back as users
@@ -46,6 +51,7 @@ class StandaloneClusterTest {
   private static final int FIRST_PORT = 19200;
   private static MiniDFSCluster hdfs;
   private static StandaloneCluster cluster;
+  private static S3Server s3;
 
   /**
    * The command-line tests' shared start: three input files, a checkpoint of the grouped count
@@ -84,6 +90,7 @@ class StandaloneClusterTest {
         base.resolve("oracle-sink"),
         StateStores.HDFS.withPartitions(2));
     oracleRows = oracle.sinkRows(base.resolve("oracle-sink"), StatefulQueries.GROUPED_COUNT);
+    s3 = S3Server.start(base.resolve("s3"));
     cluster =
         StandaloneCluster.start(
             base.resolve("spark"),
@@ -97,6 +104,9 @@ class StandaloneClusterTest {
     try {
       if (cluster != null) {
         cluster.close();
+      }
+      if (s3 != null) {
+        s3.close();
       }
     } finally {
       if (hdfs != null) {
@@ -182,6 +192,66 @@ class StandaloneClusterTest {
     assertThat(input.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
         .hasSizeGreaterThan(40_000)
         .containsExactlyElementsOf(oracleRows);
+  }
+
+  @Test
+  void aCheckpointOnS3IsRepartitionedWithTheConnectorFromJarsWhileAnExecutorIsKilled()
+      throws Exception {
+    Configuration session = spark.sparkContext().hadoopConfiguration();
+    org.apache.hadoop.fs.FileSystem hdfsFs = hdfs.getFileSystem();
+    org.apache.hadoop.fs.FileSystem s3Fs = s3.fileSystem(session);
+    String checkpoint = s3.uri("checkpoints/cluster");
+    assertThat(
+            org.apache.hadoop.fs.FileUtil.copy(
+                hdfsFs,
+                new org.apache.hadoop.fs.Path(startingCheckpoint),
+                s3Fs,
+                new org.apache.hadoop.fs.Path(checkpoint),
+                false,
+                session))
+        .isTrue();
+
+    Path events = tmp.resolve("events");
+    Map<String, String> extra = new LinkedHashMap<>(s3.sparkSettings());
+    extra.put(FailPoints.PROPERTY, "staging-task");
+    List<Path> connector = StandaloneCluster.s3ConnectorJars();
+    assertThat(connector).hasSize(2);
+    int exit =
+        cli(
+            "s3",
+            events,
+            extra,
+            "repartition",
+            "--checkpoint",
+            checkpoint,
+            "--partitions",
+            "3",
+            "--assume-stopped",
+            "--jars",
+            connector.stream().map(Path::toString).collect(Collectors.joining(",")));
+    assertThat(exit).as("exit code; see %s", cluster.logDir()).isZero();
+
+    SparkEventLog log = SparkEventLog.read(events);
+    assertThat(log.sparkProperties().get("spark.jars"))
+        .as("the connector was shipped to the executors")
+        .contains(connector.get(0).toUri().toString())
+        .contains(connector.get(1).toUri().toString());
+    assertThat(log.stateshiftTasks()).anyMatch(t -> !t.succeeded());
+    assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
+
+    s3.applyTo(session);
+    try {
+      assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
+      Path sink = tmp.resolve("sink");
+      input.runAvailable(
+          StatefulQueries.GROUPED_COUNT, checkpoint, sink, StateStores.ROCKSDB.withPartitions(4));
+      assertThat(StateShift.get(spark).inspect(checkpoint).partitions()).isEqualTo(3);
+      assertThat(input.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
+          .hasSizeGreaterThan(40_000)
+          .containsExactlyElementsOf(oracleRows);
+    } finally {
+      s3.hadoopSettings().keySet().forEach(session::unset);
+    }
   }
 
   @Test

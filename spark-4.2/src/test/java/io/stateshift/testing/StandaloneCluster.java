@@ -26,8 +26,9 @@ import java.util.stream.Stream;
  * A real Spark standalone cluster on loopback: one Master and {@code workers} Workers (1 core each)
  * as child JVMs, started from a SPARK_HOME folder laid out as a Spark distribution's: {@code jars/}
  * with a link to every jar of the test class path, a {@code RELEASE} file and {@code conf/}.
- * stateshift's own classes are not in it, so executors get them only the way users ship them
- * ({@code spark.jars}, {@code --jars}). Executors are JVMs the Workers start, as in production.
+ * stateshift's own classes are not in it, nor the S3A connector (hadoop-aws and the AWS SDK), so
+ * executors get them only the way users ship them ({@code spark.jars}, {@code --jars}). Executors
+ * are JVMs the Workers start, as in production.
  *
  * <p>Ports: the Master at {@code firstPort}, its web UI at {@code firstPort + 1} (its JSON tells
  * when the Workers have registered), Workers from {@code firstPort + 2}; drivers {@link #appConf}
@@ -157,6 +158,28 @@ public final class StandaloneCluster implements AutoCloseable {
     return logDir;
   }
 
+  /**
+   * The S3A connector's jars on the test class path (hadoop-aws and the AWS SDK bundle): what a
+   * user adds with {@code --jars} to reach s3a:// from a cluster that does not have it.
+   */
+  public static List<Path> s3ConnectorJars() {
+    List<Path> out = new ArrayList<>();
+    for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+      Path path = Path.of(entry);
+      if (isS3Connector(path)) {
+        out.add(path);
+      }
+    }
+    return out;
+  }
+
+  private static boolean isS3Connector(Path jar) {
+    String name = jar.getFileName().toString();
+    return name.endsWith(".jar")
+        && (name.startsWith("hadoop-aws-")
+            || (name.startsWith("bundle-") && jar.toString().contains("awssdk")));
+  }
+
   private void layOutSparkHome() throws IOException {
     deleteTree(logDir);
     Path jars = Files.createDirectories(home.resolve("jars"));
@@ -169,7 +192,8 @@ public final class StandaloneCluster implements AutoCloseable {
       }
       if (path.toAbsolutePath().startsWith(ProjectFiles.root())
           || name.contains("stateshift")
-          || name.startsWith("surefire")) {
+          || name.startsWith("surefire")
+          || isS3Connector(path)) {
         continue;
       }
       String link = names.add(name) ? name : names.size() + "-" + name;
