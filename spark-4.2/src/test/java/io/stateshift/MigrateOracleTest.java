@@ -218,8 +218,8 @@ class MigrateOracleTest {
 
   /**
    * A migration to the provider the checkpoint has names repartition; one to the HDFS-backed store
-   * of an operator that needs RocksDB names the operator; neither writes anything, from the API or
-   * the command line. A dry run writes nothing either.
+   * of an operator that needs RocksDB (transformWithState, join state format 3) names the operator;
+   * neither writes anything, from the API or the command line. A dry run writes nothing either.
    */
   @Test
   void noOpAndImpossibleMigrationsAreRefusedAndTheCheckpointIsUnchanged() {
@@ -302,6 +302,30 @@ class MigrateOracleTest {
     assertThat(refused.exit()).isEqualTo(2);
     assertThat(refused.out()).contains("UNSUPPORTED_OPERATOR");
     assertThat(CheckpointDigest.of(twsCheckpoint)).isEqualTo(twsBefore);
+
+    // so does a stream-stream join in state format 3
+    OperatorRun join = new OperatorRun(spark, tmp.resolve("join-input"));
+    Path joinCheckpoint = tmp.resolve("join-checkpoint");
+    join.writeEvents(0, 150, 25);
+    Map<String, String> joinConf = new HashMap<>(StateStores.ROCKSDB.withPartitions(FIRST));
+    joinConf.put("spark.sql.streaming.join.stateFormatVersion", "3");
+    join.runAvailable(
+        OperatorQueries.JOIN_INNER, joinCheckpoint, tmp.resolve("join-sink"), joinConf);
+    Map<String, String> joinBefore = CheckpointDigest.of(joinCheckpoint);
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .migrateState(joinCheckpoint.toString())
+                    .toProvider("hdfs")
+                    .toPartitions(2)
+                    .execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(Reason.UNSUPPORTED_OPERATOR);
+              assertThat(e.getMessage()).contains("(stream-stream join, state format 3)");
+            });
+    assertThat(CheckpointDigest.of(joinCheckpoint)).isEqualTo(joinBefore);
   }
 
   // ---- helpers ----
