@@ -7,6 +7,11 @@ import java.util.Optional;
 /**
  * The layout of a checkpoint: batches, provider, and per operator and store the rows and bytes in
  * each state partition, with skew and keys found outside the partition Spark would place them in.
+ *
+ * @param stateCheckpointFormat the state checkpoint format: 1, or 2 where the commit log names each
+ *     state version by unique id (RocksDB only)
+ * @param changelogCheckpointing for RocksDB, whether the last state version was written as a
+ *     changelog (the query ran with changelog checkpointing on); empty for the HDFS-backed store
  */
 public record CheckpointReport(
     String checkpoint,
@@ -16,7 +21,32 @@ public record CheckpointReport(
     String stateStoreProvider,
     int partitions,
     List<OperatorReport> operators,
-    Optional<String> interruptedRepartition) {
+    Optional<String> interruptedRepartition,
+    int stateCheckpointFormat,
+    Optional<Boolean> changelogCheckpointing) {
+
+  /** A report without the store's format details (format 1, changelog unknown). */
+  public CheckpointReport(
+      String checkpoint,
+      String queryId,
+      long lastPlannedBatch,
+      long lastCommittedBatch,
+      String stateStoreProvider,
+      int partitions,
+      List<OperatorReport> operators,
+      Optional<String> interruptedRepartition) {
+    this(
+        checkpoint,
+        queryId,
+        lastPlannedBatch,
+        lastCommittedBatch,
+        stateStoreProvider,
+        partitions,
+        operators,
+        interruptedRepartition,
+        1,
+        Optional.empty());
+  }
 
   /** One stateful operator; {@code supported} is false when its stores were not read. */
   public record OperatorReport(long id, String name, boolean supported, List<StoreReport> stores) {}
@@ -50,6 +80,8 @@ public record CheckpointReport(
     root.put("lastPlannedBatch", lastPlannedBatch);
     root.put("lastCommittedBatch", lastCommittedBatch);
     root.put("stateStoreProvider", stateStoreProvider);
+    root.put("changelogCheckpointing", changelogCheckpointing.orElse(null));
+    root.put("stateCheckpointFormat", stateCheckpointFormat);
     root.put("partitions", partitions);
     root.put("interruptedRepartition", interruptedRepartition.orElse(null));
     List<Object> ops = new java.util.ArrayList<>();
@@ -90,7 +122,10 @@ public record CheckpointReport(
     out.append("query id:        ").append(queryId).append('\n');
     out.append("last planned:    batch ").append(lastPlannedBatch).append('\n');
     out.append("last committed:  batch ").append(lastCommittedBatch).append('\n');
-    out.append("state store:     ").append(stateStoreProvider).append('\n');
+    out.append("state store:     ").append(stateStoreProvider);
+    changelogCheckpointing.ifPresent(
+        on -> out.append(on ? ", changelog checkpointing on" : ", changelog checkpointing off"));
+    out.append(", state checkpoint format v").append(stateCheckpointFormat).append('\n');
     out.append("partitions:      ").append(partitions).append('\n');
     interruptedRepartition.ifPresent(r -> out.append("interrupted:     ").append(r).append('\n'));
     for (OperatorReport op : operators) {

@@ -16,6 +16,8 @@ import java.util.Optional;
  * @param operators the stateful operators and their stores
  * @param interruptedAttempt an earlier attempt that was interrupted and will be finished or undone
  *     first
+ * @param targetStateStoreProvider the provider class the state is written for: {@code
+ *     stateStoreProvider} for a repartition, another one for a migration ({@code migrate})
  */
 public record RepartitionPlan(
     String checkpoint,
@@ -26,7 +28,39 @@ public record RepartitionPlan(
     long lastCommittedBatch,
     long repartitionBatch,
     List<OperatorInfo> operators,
-    Optional<String> interruptedAttempt) {
+    Optional<String> interruptedAttempt,
+    String targetStateStoreProvider) {
+
+  /** A plan that keeps the state store provider (a repartition). */
+  public RepartitionPlan(
+      String checkpoint,
+      String queryId,
+      String stateStoreProvider,
+      int fromPartitions,
+      int toPartitions,
+      long lastCommittedBatch,
+      long repartitionBatch,
+      List<OperatorInfo> operators,
+      Optional<String> interruptedAttempt) {
+    this(
+        checkpoint,
+        queryId,
+        stateStoreProvider,
+        fromPartitions,
+        toPartitions,
+        lastCommittedBatch,
+        repartitionBatch,
+        operators,
+        interruptedAttempt,
+        stateStoreProvider);
+  }
+
+  /** Whether the plan moves the state to another state store provider. */
+  public boolean changesProvider() {
+    return targetStateStoreProvider != null
+        && !targetStateStoreProvider.isEmpty()
+        && !targetStateStoreProvider.equals(stateStoreProvider);
+  }
 
   /** A stateful operator and the names of its state stores. */
   public record OperatorInfo(long id, String name, List<String> stores) {}
@@ -36,7 +70,11 @@ public record RepartitionPlan(
     StringBuilder out = new StringBuilder();
     out.append("checkpoint:        ").append(checkpoint).append('\n');
     out.append("query id:          ").append(queryId).append('\n');
-    out.append("state store:       ").append(stateStoreProvider).append('\n');
+    out.append("state store:       ").append(stateStoreProvider);
+    if (changesProvider()) {
+      out.append(" -> ").append(targetStateStoreProvider);
+    }
+    out.append('\n');
     out.append("partitions:        ")
         .append(fromPartitions)
         .append(" -> ")

@@ -65,10 +65,23 @@ public record RepartitionResult(
   @Override
   public String toString() {
     StringBuilder out = new StringBuilder();
-    out.append(
-        String.format(
-            "Repartitioned %s from %d to %d partitions in %d ms (batch %d).%n",
-            plan.checkpoint(), plan.fromPartitions(), plan.toPartitions(), totalMillis, batchId));
+    if (plan.changesProvider()) {
+      out.append(
+          String.format(
+              "Migrated %s from %s to %s, %d -> %d partitions, in %d ms (batch %d).%n",
+              plan.checkpoint(),
+              plan.stateStoreProvider(),
+              plan.targetStateStoreProvider(),
+              plan.fromPartitions(),
+              plan.toPartitions(),
+              totalMillis,
+              batchId));
+    } else {
+      out.append(
+          String.format(
+              "Repartitioned %s from %d to %d partitions in %d ms (batch %d).%n",
+              plan.checkpoint(), plan.fromPartitions(), plan.toPartitions(), totalMillis, batchId));
+    }
     for (StoreMove s : stores) {
       out.append(
           String.format(

@@ -26,6 +26,15 @@ public final class StateShift {
   }
 
   /**
+   * Starts describing a migration of the state of the stopped query at this checkpoint to another
+   * state store provider: {@code migrateState(cp).toProvider("rocksdb").execute()}, optionally with
+   * {@code toPartitions(n)} in the same pass. Rolled back like a repartition.
+   */
+  public MigrateState migrateState(String checkpointLocation) {
+    return new MigrateState(spark, checkpointLocation);
+  }
+
+  /**
    * Restores the layout before the checkpoint's last repartition, as long as no batch has run on
    * the new layout. Returns the plan that was undone.
    */

@@ -15,6 +15,8 @@ public class StateShiftException extends RuntimeException {
     STATELESS_QUERY(true),
     INVALID_PARTITION_COUNT(true),
     SAME_PARTITION_COUNT(true),
+    /** A migration to the state store provider the checkpoint already uses. */
+    SAME_PROVIDER(true),
     UNSUPPORTED_OPERATOR(true),
     UNSUPPORTED_CHECKPOINT(true),
     UNCOMMITTED_BATCH(true),

@@ -54,6 +54,54 @@ final class StateAssertions {
     }
   }
 
+  /**
+   * The same per store, for every operator: Spark's statestore source reads each store, and each
+   * key's partition is checked against the operator's partition key, computed in SQL: the whole
+   * key, except the key without its last field for a session window and a join's
+   * keyWithIndexToValue store (the key without the index).
+   */
+  static void assertEveryStoreKeyInItsSparkPartition(
+      SparkSession spark, Path checkpoint, long batchId, int partitions) {
+    List<Row> stores =
+        spark
+            .read()
+            .format("state-metadata")
+            .load(checkpoint.toString())
+            .select("operatorId", "operatorName", "stateStoreName")
+            .collectAsList();
+    assertThat(stores).isNotEmpty();
+    for (Row store : stores) {
+      Dataset<Row> state =
+          spark
+              .read()
+              .format("statestore")
+              .option("batchId", batchId)
+              .option("operatorId", store.getLong(0))
+              .option("storeName", store.getString(2))
+              .load(checkpoint.toString());
+      org.apache.spark.sql.types.StructField[] fields =
+          ((org.apache.spark.sql.types.StructType) state.schema().apply("key").dataType()).fields();
+      boolean dropLast =
+          store.getString(1).equals("sessionWindowStateStoreSaveExec")
+              || store.getString(2).endsWith("keyWithIndexToValue");
+      List<String> partitionKey = new java.util.ArrayList<>();
+      for (int i = 0; i < fields.length - (dropLast ? 1 : 0); i++) {
+        partitionKey.add("key.`" + fields[i].name() + "`");
+      }
+      String expected = "pmod(hash(" + String.join(", ", partitionKey) + "), " + partitions + ")";
+      long misplaced =
+          state
+              .selectExpr("partition_id", expected + " AS expected")
+              .filter("partition_id != expected")
+              .count();
+      String what = "operator " + store.getLong(0) + " store " + store.getString(2);
+      assertThat(state.count()).as("rows of %s", what).isPositive();
+      assertThat(misplaced).as("misplaced keys of %s", what).isZero();
+      assertThat(state.agg(org.apache.spark.sql.functions.max("partition_id")).first().getInt(0))
+          .isLessThan(partitions);
+    }
+  }
+
   /** Spark's state-metadata source must report the new count for every operator. */
   static void assertMetadataReports(SparkSession spark, Path checkpoint, int partitions) {
     assertMetadataReports(spark, checkpoint.toString(), partitions);

@@ -16,7 +16,7 @@ import java.util.Map;
  */
 public final class OffsetLogEntry {
   public static final String SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions";
-  static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
+  public static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
   public static final String STRICT_DISTRIBUTION =
       "spark.sql.streaming.statefulOperator.useStrictDistribution";
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -182,6 +182,17 @@ public final class OffsetLogEntry {
     ObjectNode copy = metadata.deepCopy();
     ((ObjectNode) copy.get("conf")).put(SHUFFLE_PARTITIONS, Integer.toString(partitions));
     ((ObjectNode) copy.get("conf")).put(STRICT_DISTRIBUTION, "true");
+    return new OffsetLogEntry(versionLine, copy, offsets);
+  }
+
+  /**
+   * The same entry naming another state store provider: Spark sets the session's provider from the
+   * offset log when a query restarts (OffsetSeqMetadata.setSessionConf), so the restarted query
+   * opens its stores with this one.
+   */
+  public OffsetLogEntry withProviderClass(String providerClass) {
+    ObjectNode copy = metadata.deepCopy();
+    ((ObjectNode) copy.get("conf")).put(PROVIDER_CLASS, providerClass);
     return new OffsetLogEntry(versionLine, copy, offsets);
   }
 

@@ -178,6 +178,45 @@ final class CommandLine {
                   JSON),
               "stateshift repartition --checkpoint s3a://bucket/checkpoints/orders --partitions 16"),
           new CliCommand(
+              "migrate",
+              "Move the state of a stopped query to another state store provider.",
+              """
+          Moves the state of the stopped query at --checkpoint to another state store provider
+          (HDFS-backed to RocksDB or back), optionally with a new partition count, in one
+          crash-safe pass under the same protocol as repartition: rollback, verify and history
+          work the same way. The new batch's offset log entry names the new provider, which the
+          restarted query takes from it; what to set in the query's session, if anything, is
+          printed. Refused (exit 2, nothing written) when the checkpoint already uses the provider
+          (use repartition) or when an operator needs RocksDB (transformWithState, join state
+          format 3).
+          """,
+              withSpark(
+                  CHECKPOINT,
+                  CliOption.value("provider", "<rocksdb|hdfs>", null, "the state store to end with")
+                      .mandatory()
+                      .checkedBy(
+                          v ->
+                              v.equalsIgnoreCase("rocksdb") || v.equalsIgnoreCase("hdfs")
+                                  ? null
+                                  : "takes rocksdb or hdfs, got '" + v + "'"),
+                  CliOption.value(
+                          "partitions",
+                          "<n>",
+                          "the checkpoint's count",
+                          "the partition count to end with")
+                      .checkedBy(CliOption.atLeast(1)),
+                  CliOption.flag("dry-run", "print the plan and write nothing"),
+                  CliOption.value(
+                          "backup-to",
+                          "<path>",
+                          "_stateshift/ in the checkpoint",
+                          "where a decrease keeps the partition folders it drops")
+                      .checkedBy(CliOption::notBlank),
+                  FILE_SINK,
+                  ASSUME_STOPPED,
+                  JSON),
+              "stateshift migrate --checkpoint /data/checkpoints/orders --provider rocksdb"),
+          new CliCommand(
               "rollback",
               "Restore the layout before the last repartition.",
               """

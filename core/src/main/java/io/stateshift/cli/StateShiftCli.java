@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.stateshift.CheckpointReport;
 import io.stateshift.HistoryEntry;
+import io.stateshift.MigrateState;
 import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
@@ -43,6 +44,7 @@ public final class StateShiftCli {
   private static final java.util.Set<String> SPARK_COMMANDS =
       java.util.Set.of(
           "repartition",
+          "migrate",
           "inspect",
           "verify",
           "rollback",
@@ -111,6 +113,7 @@ public final class StateShiftCli {
       outcome =
           switch (args.name()) {
             case "repartition" -> withSpark(args, spark -> repartition(spark, args));
+            case "migrate" -> withSpark(args, spark -> migrate(spark, args));
             case "rollback" -> withSpark(args, spark -> rollback(spark, args));
             case "verify" -> withSpark(args, spark -> verify(spark, args));
             case "repair-sink-log" -> withSpark(args, spark -> repairSinkLog(spark, args));
@@ -177,26 +180,7 @@ public final class StateShiftCli {
       RepartitionResult result = action.execute();
       json.put("changed", result.fromPartitions() != result.toPartitions());
       putPlan(json.putObject("plan"), result.plan());
-      ObjectNode r = json.putObject("result");
-      r.put("batchId", result.batchId());
-      r.put("totalMillis", result.totalMillis());
-      r.put("rowsMoved", result.rowsMoved());
-      r.put("bytesMoved", result.bytesMoved());
-      ObjectNode phases = r.putObject("phaseMillis");
-      result.phaseMillis().forEach(phases::put);
-      if (result.storeRequests() >= 0) {
-        r.put("storeRequests", result.storeRequests());
-      }
-      ArrayNode stores = r.putArray("stores");
-      for (RepartitionResult.StoreMove m : result.stores()) {
-        ObjectNode s = stores.addObject();
-        s.put("operatorId", m.operatorId());
-        s.put("operatorName", m.operatorName());
-        s.put("storeName", m.storeName());
-        s.put("rowsRead", m.rowsRead());
-        s.put("rowsWritten", m.rowsWritten());
-        s.put("bytesWritten", m.bytesWritten());
-      }
+      putResult(json.putObject("result"), result);
       return new Outcome(OK, result.toString(), json);
     } catch (StateShiftException e) {
       if (e.reason() != Reason.SAME_PARTITION_COUNT) {
@@ -211,10 +195,71 @@ public final class StateShiftCli {
     }
   }
 
+  private Outcome migrate(SparkSession spark, Invocation args) {
+    var action =
+        StateShift.get(spark)
+            .migrateState(args.value("checkpoint"))
+            .toProvider(args.value("provider"))
+            .onProgress(message -> err.println("  " + message))
+            .backupTo(args.value("backup-to"))
+            .fileSink(args.value("file-sink"));
+    if (args.has("partitions")) {
+      action.toPartitions(args.intValue("partitions", -1));
+    }
+    if (args.flag("assume-stopped")) {
+      action.assumeStopped();
+    }
+    boolean dryRun = args.flag("dry-run");
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("dryRun", dryRun);
+    List<String> notes = MigrateState.sessionNotes(args.value("provider"));
+    ArrayNode notesJson = json.putArray("sessionNotes");
+    notes.forEach(notesJson::add);
+    StringBuilder text = new StringBuilder();
+    if (dryRun) {
+      RepartitionPlan plan = action.plan();
+      json.put("changed", false);
+      putPlan(json.putObject("plan"), plan);
+      text.append(plan).append("dry run: nothing was written.\n");
+    } else {
+      RepartitionResult result = action.execute();
+      json.put("changed", true);
+      putPlan(json.putObject("plan"), result.plan());
+      putResult(json.putObject("result"), result);
+      text.append(result);
+    }
+    text.append("In the query's session:\n");
+    notes.forEach(n -> text.append("  ").append(n).append('\n'));
+    return new Outcome(OK, text.toString(), json);
+  }
+
+  private static void putResult(ObjectNode r, RepartitionResult result) {
+    r.put("batchId", result.batchId());
+    r.put("totalMillis", result.totalMillis());
+    r.put("rowsMoved", result.rowsMoved());
+    r.put("bytesMoved", result.bytesMoved());
+    ObjectNode phases = r.putObject("phaseMillis");
+    result.phaseMillis().forEach(phases::put);
+    if (result.storeRequests() >= 0) {
+      r.put("storeRequests", result.storeRequests());
+    }
+    ArrayNode stores = r.putArray("stores");
+    for (RepartitionResult.StoreMove m : result.stores()) {
+      ObjectNode s = stores.addObject();
+      s.put("operatorId", m.operatorId());
+      s.put("operatorName", m.operatorName());
+      s.put("storeName", m.storeName());
+      s.put("rowsRead", m.rowsRead());
+      s.put("rowsWritten", m.rowsWritten());
+      s.put("bytesWritten", m.bytesWritten());
+    }
+  }
+
   private static void putPlan(ObjectNode node, RepartitionPlan plan) {
     node.put("checkpoint", plan.checkpoint());
     node.put("queryId", plan.queryId());
     node.put("stateStoreProvider", plan.stateStoreProvider());
+    node.put("targetStateStoreProvider", plan.targetStateStoreProvider());
     node.put("fromPartitions", plan.fromPartitions());
     node.put("toPartitions", plan.toPartitions());
     node.put("lastCommittedBatch", plan.lastCommittedBatch());

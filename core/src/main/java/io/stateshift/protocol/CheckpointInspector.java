@@ -33,7 +33,9 @@ public final class CheckpointInspector {
                         + " partitions stopped in "
                         + "phase "
                         + j.phase()
-                        + "; run repartition again to finish or undo it");
+                        + (j.changesProvider()
+                            ? "; run migrate again to finish or undo it"
+                            : "; run repartition again to finish or undo it"));
     StateLayout layout = StateLayout.read(spark, checkpoint, false);
     List<StateCount> counts = SparkLines.get().countState(spark, layout);
     List<CheckpointReport.OperatorReport> operators = new ArrayList<>();
@@ -71,6 +73,26 @@ public final class CheckpointInspector {
         layout.provider(),
         layout.partitions(),
         operators,
-        interrupted);
+        interrupted,
+        layout.checkpointIdsEnabled() ? 2 : 1,
+        layout.rocksDb() ? Optional.of(lastVersionIsChangelog(files, layout)) : Optional.empty());
+  }
+
+  /**
+   * Whether the last committed state version of the first store's partition 0 is a changelog file
+   * ({@code <version>.changelog}, or {@code <version>_<id>.changelog} under format v2): RocksDB
+   * writes one for every version when changelog checkpointing is on, and none when it is off.
+   */
+  private static boolean lastVersionIsChangelog(CheckpointFiles files, StateLayout layout) {
+    if (layout.stores().isEmpty()) {
+      return false;
+    }
+    String version = Long.toString(layout.lastCommitted() + 1);
+    return files.list(files.path(layout.stores().get(0).dir(0))).stream()
+        .map(status -> status.getPath().getName())
+        .anyMatch(
+            name ->
+                name.endsWith(".changelog")
+                    && (name.equals(version + ".changelog") || name.startsWith(version + "_")));
   }
 }

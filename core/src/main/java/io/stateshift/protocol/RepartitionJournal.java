@@ -7,9 +7,10 @@ import java.util.Optional;
 import org.apache.hadoop.fs.Path;
 
 /**
- * The record of a repartition in progress, at {@code _stateshift/journal}. It is written before the
- * first step of each phase, so an interrupted attempt can be finished (once the offset log names
- * the new count) or undone (before that) by the next run.
+ * The record of a repartition (or migration to another state store provider, {@link #toProvider})
+ * in progress, at {@code _stateshift/journal}. It is written before the first step of each phase,
+ * so an interrupted attempt can be finished (once the offset log names the new count) or undone
+ * (before that) by the next run.
  */
 public record RepartitionJournal(
     String attemptId,
@@ -24,7 +25,9 @@ public record RepartitionJournal(
     java.util.Map<String, String> replacedMetadata,
     String retiredRoot,
     String newCommit,
-    java.util.List<String> fileSinkLogs) {
+    java.util.List<String> fileSinkLogs,
+    String fromProvider,
+    String toProvider) {
 
   /**
    * The logs of the file sinks that get an empty entry for the new batch (absent in records written
@@ -83,7 +86,37 @@ public record RepartitionJournal(
         java.util.Map.of(),
         retiredRoot,
         null,
-        fileSinkLogs);
+        fileSinkLogs,
+        null,
+        null);
+  }
+
+  /**
+   * Whether this attempt changes the state store provider (a migration); {@link #toProvider} is
+   * then the provider class the new batch's offset log entry names.
+   */
+  public boolean changesProvider() {
+    return toProvider != null && !toProvider.equals(fromProvider);
+  }
+
+  /** The same attempt, moving the state from one provider class to another. */
+  RepartitionJournal withProviders(String from, String to) {
+    return new RepartitionJournal(
+        attemptId,
+        phase,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rowsBefore,
+        newFiles,
+        replacedMetadata,
+        retiredRoot,
+        newCommit,
+        fileSinkLogs,
+        from,
+        to);
   }
 
   RepartitionJournal withPhase(Phase next) {
@@ -100,7 +133,9 @@ public record RepartitionJournal(
         replacedMetadata,
         retiredRoot,
         newCommit,
-        fileSinkLogs);
+        fileSinkLogs,
+        fromProvider,
+        toProvider);
   }
 
   /**
@@ -126,7 +161,9 @@ public record RepartitionJournal(
         metadata,
         retiredRoot,
         commit,
-        fileSinkLogs);
+        fileSinkLogs,
+        fromProvider,
+        toProvider);
   }
 
   public static Optional<RepartitionJournal> read(CheckpointFiles files) {

@@ -55,8 +55,17 @@ public final class RepartitionRunner {
   private static final Logger LOG = LoggerFactory.getLogger(RepartitionRunner.class);
   private final SparkSession spark;
   private final CheckpointFiles files;
-  private final int target;
+
+  /** The partition count to end with; for a migration that keeps it, set by {@link #validate}. */
+  private int target;
+
   private final Consumer<String> progress;
+
+  /** For a migration: the provider class to write the state for; null keeps the checkpoint's. */
+  private String targetProvider;
+
+  /** For a migration without a partition change: the count is the checkpoint's. */
+  private boolean keepPartitions;
 
   private final UUID startingQuery;
   private String backupTo;
@@ -88,6 +97,21 @@ public final class RepartitionRunner {
    */
   public RepartitionRunner assumeStopped(boolean stopped) {
     this.assumeStopped = stopped;
+    return this;
+  }
+
+  /**
+   * Makes this run a migration: the state is read with the checkpoint's provider and written for
+   * {@code providerClass}, whose name the new batch's offset log entry records.
+   */
+  public RepartitionRunner migrateTo(String providerClass) {
+    this.targetProvider = providerClass;
+    return this;
+  }
+
+  /** For a migration: keep the checkpoint's partition count (the count given is ignored). */
+  public RepartitionRunner keepPartitionCount() {
+    this.keepPartitions = true;
     return this;
   }
 
@@ -165,8 +189,7 @@ public final class RepartitionRunner {
     if (pending.isEmpty()) {
       validate(checkpoint); // refuse bad input before the first write, the lock included
     }
-    try (CheckpointLock lock =
-        CheckpointLock.acquire(files, "repartition to " + target, lockAnyway(), progress)) {
+    try (CheckpointLock lock = CheckpointLock.acquire(files, action(), lockAnyway(), progress)) {
       refuseIfQueryRunning();
       Optional<String> recovered = Optional.empty();
       if (pending.isPresent()) {
@@ -177,7 +200,9 @@ public final class RepartitionRunner {
       try {
         layout = validate(checkpoint);
       } catch (StateShiftException e) {
-        if (recovered.isPresent() && e.reason() == Reason.SAME_PARTITION_COUNT) {
+        if (recovered.isPresent()
+            && (e.reason() == Reason.SAME_PARTITION_COUNT
+                || (e.reason() == Reason.SAME_PROVIDER && reachedTarget(checkpoint)))) {
           progress.accept("The interrupted attempt already reached " + target + " partitions.");
           RepartitionPlan plan =
               new RepartitionPlan(
@@ -228,6 +253,16 @@ public final class RepartitionRunner {
     }
   }
 
+  /** What this run does, for the lock's holder record and the job's description. */
+  private String action() {
+    if (targetProvider == null) {
+      return "repartition to " + target;
+    }
+    return "migrate to "
+        + ProviderMigration.shortName(targetProvider)
+        + (keepPartitions ? "" : ", " + target + " partitions");
+  }
+
   /** Whether a failed attempt left its journal for the next run (it had begun the switch). */
   private boolean attemptLeftBehind() {
     try {
@@ -253,6 +288,9 @@ public final class RepartitionRunner {
             layout.lastCommitted(),
             backupTo,
             sinkLogs(layout.lastCommitted()).stream().map(SinkLog::location).toList());
+    if (targetProvider != null) {
+      journal = journal.withProviders(layout.provider(), targetProvider);
+    }
     journal.save(files);
     attempt = journal;
     FailPoints.reached("journal-staging");
@@ -350,16 +388,30 @@ public final class RepartitionRunner {
     }
   }
 
+  /** For a migration finished by recovery: whether the checkpoint now has the target count. */
+  private boolean reachedTarget(Checkpoint checkpoint) {
+    if (keepPartitions) {
+      target = checkpoint.offsets(checkpoint.lastCommittedBatch()).shufflePartitions();
+      return true;
+    }
+    return checkpoint.offsets(checkpoint.lastCommittedBatch()).shufflePartitions() == target;
+  }
+
   // ---- validation (read-only) ----
 
   private StateLayout validate(Checkpoint checkpoint) {
-    if (target <= 0) {
+    if (!keepPartitions && target <= 0) {
       throw new StateShiftException(
           Reason.INVALID_PARTITION_COUNT,
           "The partition count must be at least 1, got " + target + ".");
     }
     StateLayout layout = StateLayout.read(spark, checkpoint, true);
-    if (layout.partitions() == target) {
+    if (keepPartitions) {
+      target = layout.partitions();
+    }
+    if (targetProvider != null) {
+      ProviderMigration.check(layout, targetProvider, files.root().toString());
+    } else if (layout.partitions() == target) {
       throw new StateShiftException(
           Reason.SAME_PARTITION_COUNT,
           "The state of "
@@ -420,7 +472,8 @@ public final class RepartitionRunner {
         layout.lastCommitted(),
         layout.lastCommitted() + 1,
         ops,
-        interrupted);
+        interrupted,
+        targetProvider != null ? targetProvider : layout.provider());
   }
 
   /** Runs with the lock held: a query starting from now on sees the lock and is refused. */
@@ -443,7 +496,12 @@ public final class RepartitionRunner {
   private Redistribution.Outcome stage(StateLayout layout, RepartitionJournal journal) {
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
     Redistribution job =
-        SparkLines.get().redistribution(layout, journal.stagedDir(files).toString(), target);
+        SparkLines.get()
+            .redistribution(
+                layout,
+                journal.stagedDir(files).toString(),
+                target,
+                targetProvider != null ? targetProvider : layout.provider());
     job.checkPlacement(placementChecks(layout));
     String group = "stateshift-" + journal.attemptId();
     // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
@@ -452,13 +510,17 @@ public final class RepartitionRunner {
         List.of("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")) {
       saved.put(key, spark.sparkContext().getLocalProperty(key));
     }
-    spark
-        .sparkContext()
-        .setJobGroup(
-            group,
-            "stateshift: repartition " + files.root() + " to " + target + " partitions",
-            false);
+    spark.sparkContext().setJobGroup(group, "stateshift: " + action() + " " + files.root(), false);
     writePath = job.writeStrategy(spark);
+    if (targetProvider != null) {
+      writePath =
+          "migrate "
+              + ProviderMigration.optionName(layout.provider())
+              + " -> "
+              + ProviderMigration.optionName(targetProvider)
+              + ": "
+              + writePath;
+    }
     progress.accept("moving state: " + writePath);
     try (JobProgress tasks = new JobProgress(spark, group, progress)) {
       try {
@@ -670,12 +732,12 @@ public final class RepartitionRunner {
   private void switchLayout(Checkpoint checkpoint, RepartitionJournal journal) {
     Path offsets = files.path("offsets/" + journal.newBatch());
     if (!files.exists(offsets)) {
-      files.writeNew(
-          offsets,
-          checkpoint
-              .offsets(journal.baseBatch())
-              .withShufflePartitions(journal.toPartitions())
-              .toText());
+      OffsetLogEntry entry =
+          checkpoint.offsets(journal.baseBatch()).withShufflePartitions(journal.toPartitions());
+      if (journal.changesProvider()) {
+        entry = entry.withProviderClass(journal.toProvider());
+      }
+      files.writeNew(offsets, entry.toText());
     }
     FailPoints.reached("offsets");
     publishStagedFiles(journal);

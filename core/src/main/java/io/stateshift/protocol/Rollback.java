@@ -147,6 +147,17 @@ public final class Rollback {
     for (String relative : journal.newFiles()) {
       files.deleteQuietly(files.path(relative));
     }
+    if (journal.changesProvider()) {
+      // RocksDB's SSTs folder, made by the migration in a partition folder it kept
+      for (String relative : journal.newFiles()) {
+        Path parent = files.path(relative).getParent();
+        if (parent.getName().equals("SSTs")
+            && files.exists(parent)
+            && files.list(parent).isEmpty()) {
+          files.deleteQuietly(parent);
+        }
+      }
+    }
     for (StatefulOperator op : Checkpoint.load(files).operatorsQuietly()) {
       files.deleteQuietly(files.path("state/" + op.id() + "/_metadata/v2/" + journal.newBatch()));
       for (int p = journal.fromPartitions(); p < journal.toPartitions(); p++) {

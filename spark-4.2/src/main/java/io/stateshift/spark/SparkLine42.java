@@ -105,8 +105,9 @@ public final class SparkLine42 implements SparkLine {
   }
 
   @Override
-  public Redistribution redistribution(StateLayout layout, String stagingDir, int newPartitions) {
-    return SparkState.redistribution(layout, stagingDir, newPartitions);
+  public Redistribution redistribution(
+      StateLayout layout, String stagingDir, int newPartitions, String writeProvider) {
+    return SparkState.redistribution(layout, stagingDir, newPartitions, writeProvider);
   }
 
   @Override

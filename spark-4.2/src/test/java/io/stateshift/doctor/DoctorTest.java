@@ -99,7 +99,9 @@ class DoctorTest {
     assertThat(growth.severity()).isEqualTo(Severity.WARNING);
     assertThat(growth.evidence()).contains("no event-time watermark");
     assertThat(growth.fix()).contains("withWatermark");
-    assertThat(find(report, "HDFS_STORE_LARGE_STATE").fix()).contains("RocksDBStateStoreProvider");
+    assertThat(find(report, "HDFS_STORE_LARGE_STATE").fix())
+        .contains("RocksDBStateStoreProvider")
+        .contains("stateshift migrate --checkpoint " + report.checkpoint() + " --provider rocksdb");
     assertThat(report.stateGrowth().get(0).rows()).isSorted().doesNotHaveDuplicates();
   }
 

@@ -70,7 +70,16 @@ public interface SparkLine {
       SparkSession spark, StateLayout layout, long version, StateCheckpointIds checkpointIds);
 
   /** The job that writes the layout's state into {@code newPartitions} under {@code stagingDir}. */
-  Redistribution redistribution(StateLayout layout, String stagingDir, int newPartitions);
+  default Redistribution redistribution(StateLayout layout, String stagingDir, int newPartitions) {
+    return redistribution(layout, stagingDir, newPartitions, layout.provider());
+  }
+
+  /**
+   * The same, written for {@code writeProvider} (a state store provider class), which may differ
+   * from the layout's own for a migration.
+   */
+  Redistribution redistribution(
+      StateLayout layout, String stagingDir, int newPartitions, String writeProvider);
 
   /** The log of the file sink writing to {@code location}. */
   SinkLog sinkLog(SparkSession spark, String location, Configuration conf);

@@ -172,8 +172,13 @@ public final class CheckpointDoctor {
                     + " (started "
                     + java.time.Instant.ofEpochMilli(j.startedAtMs())
                     + ")",
-                "Run `./stateshift repartition --checkpoint "
-                    + root
+                "Run `./stateshift "
+                    + (j.changesProvider()
+                        ? "migrate --checkpoint "
+                            + root
+                            + " --provider "
+                            + io.stateshift.protocol.ProviderMigration.optionName(j.toProvider())
+                        : "repartition --checkpoint " + root)
                     + " --partitions "
                     + j.toPartitions()
                     + "` to "
@@ -431,13 +436,14 @@ public final class CheckpointDoctor {
             "HDFS_STORE_LARGE_STATE",
             "Large state on the HDFS-backed state store",
             evidence,
-            "Switch to RocksDB: spark.sql.streaming.stateStore.providerClass="
+            "Switch to RocksDB ("
                 + StateLayout.ROCKSDB_PROVIDER
-                + " with "
+                + ") in place, while the query is stopped: `./stateshift migrate --checkpoint "
+                + files.root()
+                + " --provider rocksdb` (Spark alone keeps the provider the checkpoint "
+                + "started with); then set "
                 + CHANGELOG_CONF
-                + "=true. The provider "
-                + "of an existing checkpoint cannot change: start the query on a new checkpoint "
-                + "(replay), or plan the switch with the next checkpoint change.");
+                + "=true on the query's session.");
       } else {
         add(Severity.INFO, "STATE_STORE", "HDFS-backed state store, state is small", evidence, "");
       }

@@ -2,6 +2,7 @@ package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.OffsetLogEntry;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
@@ -61,19 +62,27 @@ public final class SparkState {
   }
 
   public static Redistribution redistribution(
-      StateLayout layout, String stagingDir, int newPartitions) {
+      StateLayout layout, String stagingDir, int newPartitions, String writeProvider) {
     CheckpointFiles files = layout.checkpoint().files();
     var storeConf = StateStores.storeConf(layout.storeConf());
+    var writeStoreConf = storeConf;
+    if (!writeProvider.equals(layout.provider())) {
+      java.util.Map<String, String> settings = new java.util.HashMap<>(layout.storeConf());
+      settings.put(OffsetLogEntry.PROVIDER_CLASS, writeProvider);
+      writeStoreConf = StateStores.storeConf(settings);
+    }
     return new StateRedistributionJob(
         files.path("state").toString(),
         stagingDir,
         storeConf,
+        writeStoreConf,
         files.conf(),
         layout.stores(),
         layout.partitions(),
         newPartitions,
         layout.lastCommitted(),
         layout.rocksDb(),
+        writeProvider.equals(StateLayout.ROCKSDB_PROVIDER),
         storeConf.compressionCodec(),
         layout.checkpointIds());
   }

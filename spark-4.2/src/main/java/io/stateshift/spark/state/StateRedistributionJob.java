@@ -80,7 +80,15 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private final String liveStateRoot;
   private final String stagingRoot;
+
+  /** The store settings the old layout is read with (its provider's). */
   private final StateStoreConf storeConf;
+
+  /**
+   * The store settings the new partitions are written with: the read side's, or another provider's
+   * for a migration (only the shuffle moves state between providers).
+   */
+  private final StateStoreConf writeStoreConf;
 
   /** The driver's Hadoop conf; tasks read {@link #sharedHadoopConf} instead. */
   private final transient SerializableConfiguration hadoopConf;
@@ -97,7 +105,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   private final int newPartitions;
   private final long readVersion;
   private final long writeBatchId;
-  private final boolean rocksDb;
+
+  /** Whether the old layout is RocksDB's; else HDFS-backed. */
+  private final boolean readRocksDb;
+
+  /** Whether the new partitions are written for RocksDB; else HDFS-backed. */
+  private final boolean writeRocksDb;
+
   private final String compressionCodec;
   private final StateCheckpointIds readCheckpointIds;
 
@@ -118,18 +132,21 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       String liveStateRoot,
       String stagingRoot,
       StateStoreConf storeConf,
+      StateStoreConf writeStoreConf,
       Configuration hadoopConf,
       List<StoreSpec> stores,
       int oldPartitions,
       int newPartitions,
       long lastCommittedBatch,
-      boolean rocksDb,
+      boolean readRocksDb,
+      boolean writeRocksDb,
       String compressionCodec,
       StateCheckpointIds readCheckpointIds) {
     this.readCheckpointIds = readCheckpointIds;
     this.liveStateRoot = liveStateRoot;
     this.stagingRoot = stagingRoot;
     this.storeConf = storeConf;
+    this.writeStoreConf = writeStoreConf;
     this.hadoopConf = new SerializableConfiguration(hadoopConf);
     this.stores = List.copyOf(stores);
     this.oldPartitions = oldPartitions;
@@ -137,15 +154,16 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // Batch b commits state version b + 1; the repartition writes batch N + 1, so version N + 2.
     this.readVersion = lastCommittedBatch + 1;
     this.writeBatchId = lastCommittedBatch + 1;
-    this.rocksDb = rocksDb;
+    this.readRocksDb = readRocksDb;
+    this.writeRocksDb = writeRocksDb;
     this.compressionCodec = compressionCodec;
     // column families (transformWithState) go through the provider's puts: see ColumnFamilyStates
     this.rocksDbMode =
-        !rocksDb
+        !writeRocksDb
             ? null
             : stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
                 ? RocksDbSnapshotWriter.Mode.PUTS
-                : RocksDbSnapshotWriter.mode(storeConf);
+                : RocksDbSnapshotWriter.mode(writeStoreConf);
   }
 
   /** The Hadoop conf, on the driver and in tasks. */
@@ -279,7 +297,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
     @Override
     public String description() {
-      if (!rocksDb) {
+      if (!writeRocksDb) {
         return "hdfs-snapshot";
       }
       if (rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
@@ -288,7 +306,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       String reason =
           stores.stream().anyMatch(StoreSpec::hasColumnFamilies)
               ? "column families"
-              : RocksDbSnapshotWriter.reasonForPuts(storeConf);
+              : RocksDbSnapshotWriter.reasonForPuts(writeStoreConf);
       return "rocksdb-puts (" + reason + ")";
     }
 
@@ -637,7 +655,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   private final class RocksDbFiles extends FileExchange {
     @Override
     public boolean applies(RuntimeConfig conf) {
-      return rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+      return readRocksDb
+          && rocksDbMode == RocksDbSnapshotWriter.Mode.SST
           && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
           && !"shuffle".equals(conf.get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
     }
@@ -733,7 +752,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     @Override
     public boolean applies(RuntimeConfig conf) {
       // State checkpoint format v2 names files by unique id: the provider reads those.
-      return !rocksDb
+      return !readRocksDb
+          && !writeRocksDb
           && readCheckpointIds == null
           && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
           && !"shuffle".equals(conf.get(HdfsFileExchange.EXCHANGE_CONF, "files"));
@@ -930,12 +950,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         };
     String stateRoot = stagingRoot + "/state";
     PartitionCount count;
-    if (!rocksDb) {
+    if (!writeRocksDb) {
       count = writeHdfsSnapshot(spec, partition, records);
     } else if (spec.hasColumnFamilies()) {
       RocksDbSnapshotWriter.Written written =
           ColumnFamilyStates.write(
-              stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records);
+              stateRoot, spec, partition, writeStoreConf, hadoopConf(), writeBatchId, records);
       count =
           new PartitionCount(
               spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
@@ -943,9 +963,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       RocksDbSnapshotWriter.Written written =
           rocksDbMode == RocksDbSnapshotWriter.Mode.SST
               ? RocksDbSnapshotWriter.writeSorted(
-                  stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records)
+                  stateRoot, spec, partition, writeStoreConf, hadoopConf(), writeBatchId, records)
               : RocksDbSnapshotWriter.writeWithPuts(
-                  stateRoot, spec, partition, storeConf, hadoopConf(), writeBatchId, records);
+                  stateRoot, spec, partition, writeStoreConf, hadoopConf(), writeBatchId, records);
       count =
           new PartitionCount(
               spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());

@@ -1,0 +1,168 @@
+package io.stateshift.protocol;
+
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.checkpoint.OffsetLogEntry;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StatefulOperator;
+import io.stateshift.checkpoint.StoreSpec;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * A change of a checkpoint's state store provider (HDFS-backed and RocksDB, both ways): the names
+ * users give, what Spark allows, and what the user must set in the session afterwards.
+ *
+ * <p>Spark pins {@code spark.sql.streaming.stateStore.providerClass} in the offset log ({@code
+ * OffsetSeqMetadata.relevantSQLConfs}) and, when a query restarts, overrides the session's value
+ * with the logged one ({@code OffsetSeqMetadata.setSessionConf}, with a warning where they differ).
+ * A migration therefore records the new provider in the offset log entry of its batch, and the
+ * restarted query opens its stores with it whatever the session says. RocksDB's changelog
+ * checkpointing is not pinned: the RocksDB state is written as a full snapshot, which the provider
+ * loads with changelog checkpointing on or off, so the session decides it at every start.
+ */
+public final class ProviderMigration {
+  /** Spark's setting that turns RocksDB's changelog checkpointing on. */
+  public static final String CHANGELOG_CHECKPOINTING =
+      "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled";
+
+  static final String ROW_CHECKSUM = "spark.sql.streaming.stateStore.rowChecksum.enabled";
+
+  private ProviderMigration() {}
+
+  /**
+   * The provider class a user's name stands for: {@code rocksdb} or {@code hdfs} (any case), or one
+   * of the two class names.
+   */
+  public static String resolve(String name) {
+    if (name == null || name.isBlank()) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT, "No provider given: pass rocksdb or hdfs.");
+    }
+    String trimmed = name.trim();
+    switch (trimmed.toLowerCase(Locale.ROOT)) {
+      case "rocksdb":
+        return StateLayout.ROCKSDB_PROVIDER;
+      case "hdfs":
+      case "hdfs-backed":
+        return StateLayout.HDFS_PROVIDER;
+      default:
+        if (trimmed.equals(StateLayout.ROCKSDB_PROVIDER)
+            || trimmed.equals(StateLayout.HDFS_PROVIDER)) {
+          return trimmed;
+        }
+        throw new StateShiftException(
+            Reason.INVALID_ARGUMENT,
+            "Unknown state store provider '"
+                + name
+                + "': pass rocksdb or hdfs (stateshift moves state between Spark's RocksDB and "
+                + "HDFS-backed state stores).");
+    }
+  }
+
+  /** How users know a provider class: {@code RocksDB}, {@code HDFS-backed}, else the class. */
+  public static String shortName(String providerClass) {
+    if (StateLayout.ROCKSDB_PROVIDER.equals(providerClass)) {
+      return "RocksDB";
+    }
+    if (StateLayout.HDFS_PROVIDER.equals(providerClass)) {
+      return "HDFS-backed";
+    }
+    return providerClass;
+  }
+
+  /** The command-line name of a provider class: {@code rocksdb} or {@code hdfs}. */
+  public static String optionName(String providerClass) {
+    return StateLayout.ROCKSDB_PROVIDER.equals(providerClass) ? "rocksdb" : "hdfs";
+  }
+
+  /**
+   * Refuses, before anything is written, a migration of this layout to {@code target} that is a
+   * no-op or that Spark could not run.
+   */
+  static void check(StateLayout layout, String target, String checkpoint) {
+    if (layout.provider().equals(target)) {
+      throw new StateShiftException(
+          Reason.SAME_PROVIDER,
+          "The state of "
+              + checkpoint
+              + " is already in the "
+              + shortName(target)
+              + " state store; nothing to migrate. To change only the partition count, run "
+              + "'stateshift repartition --checkpoint "
+              + checkpoint
+              + " --partitions <n>'.");
+    }
+    if (!target.equals(StateLayout.HDFS_PROVIDER)) {
+      return;
+    }
+    List<String> needRocksDb = new ArrayList<>();
+    for (StatefulOperator op : layout.operators()) {
+      if (op.name().equals(StateLayout.TRANSFORM_WITH_STATE)) {
+        needRocksDb.add("operator " + op.id() + " (transformWithState)");
+      }
+    }
+    for (StoreSpec spec : layout.stores()) {
+      if (spec.hasColumnFamilies() && spec.operatorName().equals(StateLayout.JOIN)) {
+        String what = "operator " + spec.operatorId() + " (stream-stream join, state format 3)";
+        if (!needRocksDb.contains(what)) {
+          needRocksDb.add(what);
+        }
+      }
+    }
+    if (!needRocksDb.isEmpty()) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_OPERATOR,
+          "Cannot migrate "
+              + checkpoint
+              + " to the HDFS-backed state store: "
+              + String.join(", ", needRocksDb)
+              + " keeps its state in RocksDB column families, which Spark runs on RocksDB only. "
+              + "The checkpoint was not changed; keep it on RocksDB (to change the partition "
+              + "count, run 'stateshift repartition').");
+    }
+    if (layout.checkpointIdsEnabled()) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Cannot migrate "
+              + checkpoint
+              + " to the HDFS-backed state store: it uses state checkpoint format v2 "
+              + "(spark.sql.streaming.stateStore.checkpointFormatVersion=2), which Spark "
+              + "supports on RocksDB only. The checkpoint was not changed.");
+    }
+    if ("true".equals(layout.storeConf().get(ROW_CHECKSUM))) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Cannot migrate "
+              + checkpoint
+              + " to the HDFS-backed state store: its state carries row checksums ("
+              + ROW_CHECKSUM
+              + "=true), which stateshift does not write for the HDFS-backed store yet. The "
+              + "checkpoint was not changed.");
+    }
+  }
+
+  /**
+   * What the user must know or set in the session to run the migrated query, one line each: the
+   * provider comes from the offset log, and for RocksDB, changelog checkpointing is the session's.
+   */
+  public static List<String> sessionNotes(String target) {
+    List<String> notes = new ArrayList<>();
+    notes.add(
+        "Nothing to set for the provider: the restarted query takes "
+            + OffsetLogEntry.PROVIDER_CLASS
+            + "="
+            + target
+            + " from the checkpoint's offset log, whatever its session sets (Spark logs a "
+            + "warning where the session differs; set it there too to silence it).");
+    if (target.equals(StateLayout.ROCKSDB_PROVIDER)) {
+      notes.add(
+          "Changelog checkpointing is the session's choice: the state was written as a full "
+              + "RocksDB snapshot, which loads with it on or off; set "
+              + CHANGELOG_CHECKPOINTING
+              + "=true in the session to use it.");
+    }
+    return notes;
+  }
+}
