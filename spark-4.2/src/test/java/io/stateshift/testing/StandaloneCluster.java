@@ -177,6 +177,7 @@ public final class StandaloneCluster implements AutoCloseable {
     String name = jar.getFileName().toString();
     return name.endsWith(".jar")
         && (name.startsWith("hadoop-aws-")
+            || name.startsWith("analyticsaccelerator-")
             || (name.startsWith("bundle-") && jar.toString().contains("awssdk")));
   }
 
