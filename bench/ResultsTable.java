@@ -61,8 +61,8 @@ public class ResultsTable {
     table.append("| case | from->to | results file | stateshift s | built-in s | built-in / "
         + "stateshift | floor s | stateshift / floor | cold stateshift s | cold built-in s | cold "
         + "built-in / stateshift | on-demand restart s (plain restart s) | stateshift peak heap "
-        + "MB (-Xmx) |\n");
-    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        + "MB (-Xmx) | stateshift rows/s | ms per store above floor |\n");
+    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Row r : rows) {
       table.append("| ").append(String.join(" | ", r.cells())).append(" |\n");
     }
@@ -130,7 +130,14 @@ public class ResultsTable {
         minMedian(m.path("cold-builtin")),
         ratio(ratios.path("coldBuiltin/coldStateshift")),
         onDemand,
-        heap};
+        heap,
+        c.path("stateshiftRowsPerSecond").isNumber()
+            ? String.format(Locale.ROOT, "%,.0f", c.path("stateshiftRowsPerSecond").asDouble())
+            : "-",
+        c.path("stateshiftMsPerStoreAboveFloor").isNumber()
+            ? String.format(Locale.ROOT, "%.1f",
+                c.path("stateshiftMsPerStoreAboveFloor").asDouble())
+            : "-"};
   }
 
   private static String minMedian(JsonNode method) {

@@ -318,15 +318,6 @@ public final class StateShiftConf {
           "Reads a RocksDB version that has its own snapshot read-only in place; `false` loads"
               + " every version with Spark's provider.");
 
-  public static final Setting<Boolean> ROCKSDB_COMPACT_AFTER_INGEST =
-      bool(
-          Section.JOB,
-          "spark.stateshift.rocksdb.compactAfterIngest",
-          true,
-          true,
-          "Compacts the SST files a new RocksDB partition received from several old ones into"
-              + " one.");
-
   public static final Setting<Boolean> IN_PROCESS_DELETES =
       bool(
           Section.JOB,

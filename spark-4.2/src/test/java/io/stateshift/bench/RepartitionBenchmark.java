@@ -102,7 +102,7 @@ public final class RepartitionBenchmark {
         }
       }
       List<int[]> directions = new ArrayList<>();
-      for (String d : split(values.getOrDefault("directions", "8:16,16:6"))) {
+      for (String d : split(values.getOrDefault("directions", "8:16,200:8,200:64,200:400"))) {
         String[] p = d.split("->|:");
         directions.add(new int[] {Integer.parseInt(p[0].trim()), Integer.parseInt(p[1].trim())});
       }
@@ -151,7 +151,8 @@ public final class RepartitionBenchmark {
         --shapes windowed,dedup      windowed count (window 5 min + key, watermark) / dropDuplicates
                                      / join (stream-stream join; --keys k = 2k input rows per side)
         --providers rocksdb,hdfs     also: rocksdb-changelog
-        --directions 8:16,16:6       from:to partition counts
+        --directions 8:16,200:8,200:64,200:400   from:to partition counts (200: Spark's
+                                     default; also e.g. 16:6)
         --repeat 3                   timed runs per method (min and median reported)
         --methods stateshift,builtin,replay,floor   also: unchecked (stateshift without the
                                      placement check), ondemand,restart (restart the query
@@ -394,6 +395,7 @@ public final class RepartitionBenchmark {
     Map<String, Long> rowsBefore =
         shape == Workload.Shape.JOIN ? sparkRowsPerStore(master) : rowsPerStore(before);
     c.rowsBefore = rowsBefore.values().stream().mapToLong(Long::longValue).sum();
+    c.storesPerPartition = Math.max(1, rowsBefore.size());
     if (before.partitions() != c.from || c.rowsBefore != shape.stateRows(c.keys)) {
       throw new IllegalStateException(
           name

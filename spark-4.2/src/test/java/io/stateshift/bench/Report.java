@@ -47,7 +47,9 @@ final class Report {
             + "`spark.sql.streaming.stateStore.partitions` set (on-demand repartition, no new input), "
             + "6 = the same restart without the setting. Ratios use the min times; (5-6)/1 is what "
             + "the on-demand path costs relative to the command. Peak heap: highest used Java heap "
-            + "during the run, garbage included, max over runs.\n\n");
+            + "during the run, garbage included, max over runs. (1-4) ms per store: stateshift's time "
+            + "above the floor over the stores it opens, read or written ((from + to) x stores per "
+            + "partition), an upper bound of the fixed cost of one store.\n\n");
     List<String> header =
         new ArrayList<>(
             List.of(
@@ -64,6 +66,7 @@ final class Report {
                 "3/1",
                 "1/4",
                 "stateshift rows/s",
+                "(1-4) ms per store",
                 "peak heap MB 1 / 2 / 3 / 4"));
     boolean onDemand = cases.stream().anyMatch(c -> c.methods.containsKey(Results.ONDEMAND));
     if (onDemand) {
@@ -93,6 +96,9 @@ final class Report {
                   Double.isNaN(c.stateshiftRowsPerSecond())
                       ? "n/a"
                       : String.format(Locale.ROOT, "%,.0f", c.stateshiftRowsPerSecond()),
+                  Double.isNaN(c.stateshiftMsPerStore())
+                      ? "n/a"
+                      : String.format(Locale.ROOT, "%.1f", c.stateshiftMsPerStore()),
                   String.join(
                       " / ",
                       heap(c, Results.STATESHIFT),

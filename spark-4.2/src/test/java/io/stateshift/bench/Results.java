@@ -127,6 +127,10 @@ final class Results {
     long rowsBefore;
     long buildMillis;
     int buildBatches;
+
+    /** State stores per partition (a join has four). */
+    int storesPerPartition = 1;
+
     final Map<String, Method> methods = new LinkedHashMap<>();
 
     Method method(String name) {
@@ -165,6 +169,20 @@ final class Results {
       return m == null || !m.hasTimes() ? Double.NaN : rowsBefore * 1000.0 / m.min();
     }
 
+    /**
+     * stateshift's time above the floor per store it opens, read or written ((from + to) x stores
+     * per partition), in ms: what each store costs beyond its bytes, an upper bound of the fixed
+     * cost per store; NaN without both times.
+     */
+    double stateshiftMsPerStore() {
+      Method ss = methods.get(STATESHIFT);
+      Method floor = methods.get(FLOOR);
+      if (ss == null || floor == null || !ss.hasTimes() || !floor.hasTimes()) {
+        return Double.NaN;
+      }
+      return (double) (ss.min() - floor.min()) / ((long) (from + to) * storesPerPartition);
+    }
+
     Map<String, Object> toJson() {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("shape", shape);
@@ -186,6 +204,8 @@ final class Results {
       ratios.put("stateshift/unchecked", finite(ratio(STATESHIFT, UNCHECKED)));
       m.put("ratiosOfMin", ratios);
       m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
+      m.put("storesPerPartition", storesPerPartition);
+      m.put("stateshiftMsPerStoreAboveFloor", finite(stateshiftMsPerStore()));
       Map<String, Object> ms = new LinkedHashMap<>();
       methods.forEach((k, v) -> ms.put(k, v.toJson()));
       m.put("methods", ms);

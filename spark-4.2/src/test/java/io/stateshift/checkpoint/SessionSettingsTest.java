@@ -33,20 +33,20 @@ class SessionSettingsTest {
 
   @Test
   void aTaskReadsASettingFromTheApplicationConfNeverFromASystemProperty() {
-    StateShiftConf.Setting<Boolean> setting = StateShiftConf.ROCKSDB_COMPACT_AFTER_INGEST;
+    StateShiftConf.Setting<Boolean> setting = StateShiftConf.ROCKSDB_READ_ONLY_SNAPSHOTS;
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     System.setProperty(setting.key(), "false");
     try {
       assertThat(
               jsc.parallelize(List.of(1), 1)
-                  .map(x -> StateShiftConf.ROCKSDB_COMPACT_AFTER_INGEST.inTask())
+                  .map(x -> StateShiftConf.ROCKSDB_READ_ONLY_SNAPSHOTS.inTask())
                   .collect())
           .as("a -D the driver got after Spark started does not reach tasks")
           .containsExactly(true);
       SparkEnv.get().conf().set(setting.key(), "false");
       assertThat(
               jsc.parallelize(List.of(1), 1)
-                  .map(x -> StateShiftConf.ROCKSDB_COMPACT_AFTER_INGEST.inTask())
+                  .map(x -> StateShiftConf.ROCKSDB_READ_ONLY_SNAPSHOTS.inTask())
                   .collect())
           .containsExactly(false);
     } finally {

@@ -43,35 +43,25 @@ import org.rocksdb.SstFileWriter;
  * RocksDB to RocksDB without Spark's shuffle and without decoding a single value.
  *
  * <p>For the same key and value schema, the bytes Spark's RocksDB encoders store are the same in
- * the old and the new partition, so they are moved as they are: each read task loads one old
- * partition through Spark's provider, walks the native database in key order, decodes only the key
- * (an UnsafeRow pointed at the raw bytes) to compute its new partition with Spark's hash, and
- * appends key and value bytes to one SST file per new partition. A filtered subsequence of a sorted
- * walk is sorted, so no sort is needed. The files are staged on the checkpoint's file system; each
- * write task then ingests every file of its partition in one call into the empty store Spark's
- * provider opened (RocksDB gives overlapping files their own sequence numbers; keys are unique
- * across them), and Spark's own commit snapshots and uploads the store.
+ * the old and the new partition, so they are moved as they are: each read task walks one old
+ * partition's native database in key order, decodes only the key (an UnsafeRow pointed at the raw
+ * bytes) to compute its new partition with Spark's hash, and appends key and value bytes to that
+ * new partition's sorted run; a filtered subsequence of a sorted walk is sorted, so no sort is
+ * needed. The runs of one old partition go to one staged file on the checkpoint's file system
+ * ({@link SortedRuns}), whatever the number of new partitions. Each write task merges the runs of
+ * its new partition, one per old partition, in one k-way pass into one sorted SST file, which it
+ * ingests into an empty store and commits in Spark's snapshot format: one file per new partition,
+ * nothing left to compact, at any number of old and new partitions.
  *
  * <p>Applies when both sides are RocksDB with the UnsafeRow encoding and no row checksums (what
- * {@link RocksDbSnapshotWriter.Mode#SST} requires), default column family only, and at most {@link
- * #MAX_FILES_PER_PARTITION} old partitions (each becomes one file, and overlapping files land in
- * RocksDB's level 0, where too many would stall writes). Otherwise the job falls back to the
- * shuffle path.
+ * {@link RocksDbSnapshotWriter.Mode#SST} requires) and the default column family only. Otherwise
+ * the job falls back to the shuffle path.
  */
 final class RocksDbSstExchange {
-  /** Old partitions above this use the shuffle path (one sorted SST file per new partition). */
-  static final int MAX_FILES_PER_PARTITION = 16;
-
   /**
    * Spark conf to force the shuffle path, for comparison: {@code shuffle}; default {@code files}.
    */
   static final String EXCHANGE_CONF = StateShiftConf.ROCKSDB_EXCHANGE.key();
-
-  /**
-   * Whether a new partition's ingested files are compacted into one (on unless {@code
-   * spark.stateshift.rocksdb.compactAfterIngest} is false).
-   */
-  static final boolean COMPACT_AFTER_INGEST = StateShiftConf.ROCKSDB_COMPACT_AFTER_INGEST.inTask();
 
   private RocksDbSstExchange() {}
 
@@ -137,64 +127,40 @@ final class RocksDbSstExchange {
     if (!localDir.mkdirs() && !localDir.isDirectory()) {
       throw new UncheckedIOException(new IOException("Cannot create " + localDir));
     }
-    String fileStem = task.newFileStem();
-    SstFileWriter[] writers = new SstFileWriter[newPartitions];
-    File[] files = new File[newPartitions];
-    long[] rows = new long[newPartitions];
-    long[] bytes = new long[newPartitions];
+    File file = new File(localDir, "from-" + task.newFileStem() + ".runs");
     long totalRows = 0;
     long totalBytes = 0;
-    List<StagedFile> staged = new ArrayList<>();
-    try (EnvOptions env = new EnvOptions();
-        ReadOptions scan = scanOptions();
+    List<StagedFile> staged = List.of();
+    try (ReadOptions scan = scanOptions();
         RocksIterator it = db.newIterator(scan);
-        RawEntry entry = new RawEntry(keys, spec.keySchema().length())) {
-      try {
-        for (it.seekToFirst(); it.isValid(); it.next()) {
-          UnsafeRow keyRow = entry.read(it);
-          int hash = task.placement().hash(keyRow);
-          if (check != null && check.misplaced(hash)) {
-            check.report(task.source());
-          }
-          int p = StateStores.KeyPlacement.pmod(hash, newPartitions);
-          if (writers[p] == null) {
-            files[p] = new File(localDir, "to-" + (firstTarget + p) + "-from-" + fileStem + ".sst");
-            writers[p] = new SstFileWriter(env, options);
-            writers[p].open(files[p].getAbsolutePath());
-          }
-          rows[p]++;
-          bytes[p] += entry.length();
-          entry.writeTo(writers[p]);
+        RawEntry entry = new RawEntry(keys, spec.keySchema().length());
+        SortedRuns.Writer runs = new SortedRuns.Writer(file, firstTarget, newPartitions)) {
+      for (it.seekToFirst(); it.isValid(); it.next()) {
+        UnsafeRow keyRow = entry.read(it);
+        int hash = task.placement().hash(keyRow);
+        if (check != null && check.misplaced(hash)) {
+          check.report(task.source());
         }
-        it.status();
-        timer.lap("iterate+sst-write");
-        for (int p = 0; p < newPartitions; p++) {
-          if (writers[p] != null) {
-            writers[p].finish();
-            totalRows += rows[p];
-            totalBytes += bytes[p];
-          }
-        }
-        timer.lap("sst-finish");
-      } finally {
-        for (SstFileWriter writer : writers) {
-          if (writer != null) {
-            writer.close();
-          }
-        }
+        entry.writeTo(runs, StateStores.KeyPlacement.pmod(hash, newPartitions));
+        totalRows++;
+        totalBytes += entry.length();
       }
-      for (int p = 0; p < newPartitions; p++) {
-        if (files[p] == null) {
-          continue;
-        }
+      it.status();
+      timer.lap("iterate+split");
+      List<long[]> written = runs.finish();
+      timer.lap("runs-finish");
+      if (!written.isEmpty()) {
         org.apache.hadoop.fs.Path target =
-            new org.apache.hadoop.fs.Path(stagingDir, files[p].getName());
-        long fileBytes = files[p].length();
-        if (!localStaging) {
-          fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(files[p].toURI()), target);
+            new org.apache.hadoop.fs.Path(stagingDir, file.getName());
+        long fileBytes = file.length();
+        if (fileBytes != runs.fileBytes()) {
+          throw new IOException(
+              file + " holds " + fileBytes + " bytes, " + runs.fileBytes() + " were written");
         }
-        staged.add(
-            new StagedFile(firstTarget + p, target.toString(), rows[p], bytes[p], fileBytes));
+        if (!localStaging) {
+          fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(file.toURI()), target);
+        }
+        staged = SortedRuns.staged(written, target.toString(), fileBytes);
       }
       timer.lap("stage");
     } catch (RocksDBException e) {
@@ -203,12 +169,18 @@ final class RocksDbSstExchange {
               + oldPartition
               + " of store "
               + spec.storeName()
-              + " into SST files: "
+              + ": "
               + e.getMessage(),
           e);
     } catch (IOException e) {
       throw new UncheckedIOException(
-          "Cannot stage SST files in " + exchangeDir + ": " + e.getMessage(), e);
+          "Cannot stage the split of old partition "
+              + oldPartition
+              + " in "
+              + exchangeDir
+              + ": "
+              + e.getMessage(),
+          e);
     } finally {
       if (!localStaging) {
         RocksDbTaskScope.deleteRecursively(localDir);
@@ -263,9 +235,9 @@ final class RocksDbSstExchange {
       return key.length + value.length;
     }
 
-    /** Appends the entry last read. */
-    void writeTo(SstFileWriter writer) throws RocksDBException {
-      writer.put(key.toNative(), value.toNative());
+    /** Appends the entry last read to the runs of new partition {@code p}. */
+    void writeTo(SortedRuns.Writer runs, int p) throws IOException {
+      runs.add(p, key.bytes, key.length, value.bytes, value.length);
     }
 
     @Override
@@ -304,15 +276,24 @@ final class RocksDbSstExchange {
     }
 
     DirectSlice toNative() {
+      return toNative(bytes, 0, length);
+    }
+
+    /** A native slice over a copy of {@code length} bytes of {@code source} from {@code offset}. */
+    DirectSlice toNative(byte[] source, int offset, int length) {
+      if (length > buffer.capacity()) {
+        close();
+        allocate(Math.max(length, buffer.capacity() * 2));
+      }
       // Eight bytes at a time: entries are short, and ByteBuffer's bulk put (a call into the
       // VM per copy) took a tenth of a walk's CPU.
+      long from = Platform.BYTE_ARRAY_OFFSET + offset;
       int i = 0;
       for (; i + 8 <= length; i += 8) {
-        Platform.putLong(
-            null, address + i, Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i));
+        Platform.putLong(null, address + i, Platform.getLong(source, from + i));
       }
       for (; i < length; i++) {
-        Platform.putByte(null, address + i, bytes[i]);
+        Platform.putByte(null, address + i, source[offset + i]);
       }
       if (length != sliceLength) {
         slice.setLength(length);
@@ -366,10 +347,8 @@ final class RocksDbSstExchange {
     if (scope != null && RocksDbDirectCommit.applies(storeConf)) {
       List<String> local = new ArrayList<>();
       try {
-        for (StagedFile file : files) {
-          local.add(localCopy(file, scope.localRootDir(), hadoopConf));
-        }
-        timer.lap("fetch");
+        mergeInto(local, files, scope.localRootDir(), scope.options(), hadoopConf, rows, spec);
+        timer.lap("merge");
         RocksDbDirectCommit.commit(
             scope,
             new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName()),
@@ -377,7 +356,7 @@ final class RocksDbSstExchange {
             batchId + 1,
             local,
             rows,
-            local.size() > 1 && COMPACT_AFTER_INGEST,
+            false,
             timer);
         return new RocksDbSnapshotWriter.Written(rows, bytes, null);
       } finally {
@@ -395,37 +374,27 @@ final class RocksDbSstExchange {
             timer.lap("open");
             RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
             List<String> local = new ArrayList<>();
-            for (StagedFile file : files) {
-              local.add(localCopy(file, db.localRootDir(), hadoopConf));
-            }
-            timer.lap("fetch");
-            if (!local.isEmpty()) {
-              try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
-                options.setMoveFiles(true); // links of our own local copies, in the store's folder
-                RocksDbInternals.nativeDb(db).ingestExternalFile(local, options);
-                if (local.size() > 1 && COMPACT_AFTER_INGEST) {
-                  // One file instead of one per old partition: Spark's commit uploads, and the
-                  // switch moves, every file, and reads of the restarted query merge fewer levels.
-                  timer.lap("ingest");
-                  CompactionThreads.forEveryCore();
-                  RocksDbInternals.nativeDb(db).compactRange();
-                  timer.lap("compact");
+            try {
+              mergeInto(
+                  local, files, db.localRootDir(), db.rocksDbOptions(), hadoopConf, rows, spec);
+              timer.lap("merge");
+              if (!local.isEmpty()) {
+                try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
+                  options.setMoveFiles(true); // our own file, in the store's folder
+                  RocksDbInternals.nativeDb(db).ingestExternalFile(local, options);
+                } catch (RocksDBException e) {
+                  throw new IllegalStateException(
+                      "Cannot ingest the merged SST file into partition "
+                          + partition
+                          + " of store "
+                          + spec.storeName()
+                          + ": "
+                          + e.getMessage(),
+                      e);
                 }
-              } catch (RocksDBException e) {
-                throw new IllegalStateException(
-                    "Cannot ingest "
-                        + local.size()
-                        + " SST files into "
-                        + "partition "
-                        + partition
-                        + " of store "
-                        + spec.storeName()
-                        + ": "
-                        + e.getMessage(),
-                    e);
-              } finally {
-                local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
               }
+            } finally {
+              local.forEach(path -> new File(path).delete()); // gone unless ingestion failed
             }
             timer.lap("ingest");
             RocksDbInternals.setKeysOnWritingVersion(db, rows);
@@ -444,25 +413,57 @@ final class RocksDbSstExchange {
   }
 
   /**
-   * A file of the store's own local folder with the staged file's content: a hard link when the
-   * staged file is on the same local disk, else a copy (downloaded from the checkpoint's file
-   * system). Ingestion consumes this file; the staged one stays for a task retry.
+   * Merges the staged runs of one new partition ({@link SortedRuns#merge}: one k-way pass, keys
+   * unique across runs) into one sorted SST file in {@code localDir}, named in {@code into}; no
+   * file when the partition has no keys. The staged files stay for a retried task.
    */
-  private static String localCopy(StagedFile file, File localDir, Configuration hadoopConf) {
-    File local = new File(localDir, "stateshift-ingest-" + UUID.randomUUID() + ".sst");
-    org.apache.hadoop.fs.Path staged = new org.apache.hadoop.fs.Path(file.path());
-    try {
-      FileSystem fs = staged.getFileSystem(hadoopConf);
-      if (fs instanceof LocalFileSystem localFs) {
-        RocksDbTaskScope.linkOrCopy(localFs.pathToFile(staged).toPath(), local.toPath());
-      } else {
-        fs.copyToLocalFile(false, staged, new org.apache.hadoop.fs.Path(local.toURI()), true);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(
-          "Cannot fetch the staged SST file " + staged + ": " + e.getMessage(), e);
+  private static void mergeInto(
+      List<String> into,
+      List<StagedFile> files,
+      File localDir,
+      Options options,
+      Configuration hadoopConf,
+      long rows,
+      StoreSpec spec) {
+    if (rows == 0) {
+      return;
     }
-    file.checkLength(local.length());
-    return local.getAbsolutePath();
+    File sst = new File(localDir, "stateshift-ingest-" + UUID.randomUUID() + ".sst");
+    into.add(sst.getAbsolutePath());
+    try (EnvOptions env = new EnvOptions();
+        SstFileWriter writer = new SstFileWriter(env, options);
+        Slot key = new Slot(256);
+        Slot value = new Slot(1024)) {
+      writer.open(sst.getAbsolutePath());
+      long merged =
+          SortedRuns.merge(
+              files,
+              hadoopConf,
+              (k, keyOffset, keyLength, v, valueOffset, valueLength) -> {
+                try {
+                  writer.put(
+                      key.toNative(k, keyOffset, keyLength),
+                      value.toNative(v, valueOffset, valueLength));
+                } catch (RocksDBException e) {
+                  throw new IOException(e.getMessage(), e);
+                }
+              });
+      if (merged != rows) {
+        throw new IllegalStateException(
+            "Merged " + merged + " entries of store " + spec.storeName() + ", expected " + rows);
+      }
+      writer.finish();
+    } catch (RocksDBException | IOException e) {
+      throw new IllegalStateException(
+          "Cannot merge "
+              + files.size()
+              + " staged runs of store "
+              + spec.storeName()
+              + " into "
+              + sst
+              + ": "
+              + e.getMessage(),
+          e);
+    }
   }
 }

@@ -48,12 +48,19 @@ import scala.reflect.ClassTag$;
 final class StateRedistributionJob implements Redistribution, Serializable {
 
   /**
-   * A file a read task staged for one new partition (a file exchange, no shuffle): the target
-   * (store, new partition) it belongs to, its path, what it holds (rows, key and value bytes) and
-   * its own length, which the write task checks before it uses the file.
+   * A file, or a range of one, a read task staged for one new partition (a file exchange, no
+   * shuffle): the target (store, new partition) it belongs to, its path, where in the file it lies
+   * ({@code offset}, {@code length}), what it holds (rows, key and value bytes) and the file's own
+   * length, which the write task checks before it uses the file.
    */
-  record StagedFile(int target, String path, long rows, long bytes, long fileBytes)
+  record StagedFile(
+      int target, String path, long offset, long length, long rows, long bytes, long fileBytes)
       implements Serializable {
+
+    /** A whole staged file. */
+    StagedFile(int target, String path, long rows, long bytes, long fileBytes) {
+      this(target, path, 0, fileBytes, rows, bytes, fileBytes);
+    }
 
     /**
      * Fails the write task when the staged file, as the write task found it, holds {@code length}
@@ -648,16 +655,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   /**
-   * RocksDB to RocksDB as raw SST files, no shuffle ({@link RocksDbSstExchange}): applies in SST
-   * mode with at most {@link RocksDbSstExchange#MAX_FILES_PER_PARTITION} old partitions, unless the
-   * session asks for the shuffle.
+   * RocksDB to RocksDB as raw sorted runs merged into one SST file per new partition, no shuffle
+   * ({@link RocksDbSstExchange}): applies in SST mode, unless the session asks for the shuffle.
    */
   private final class RocksDbFiles extends FileExchange {
     @Override
     public boolean applies(RuntimeConfig conf) {
       return readRocksDb
           && rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-          && oldPartitions <= RocksDbSstExchange.MAX_FILES_PER_PARTITION
           && !"shuffle".equals(conf.get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
     }
 

@@ -33,9 +33,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.rocksdb.EnvOptions;
 import org.rocksdb.RocksIterator;
-import org.rocksdb.SstFileWriter;
 
 /**
  * The SST exchange's two ways around Spark's RocksDB provider: reading a version's snapshot
@@ -147,20 +145,16 @@ class RocksDbDirectPathsTest {
   @Test
   void directCommitWritesWhatSparksOwnCommitWrites() throws Exception {
     Map<String, String> source = readThroughSpark(liveRoot, version);
-    File sst = tmp.resolve("partition-0.sst").toFile();
-    try (RocksDbTaskScope scope = RocksDbTaskScope.open(liveRoot, spec, storeConf, hadoopConf);
-        EnvOptions env = new EnvOptions();
-        SstFileWriter writer = new SstFileWriter(env, scope.options())) {
-      writer.open(sst.getAbsolutePath());
+    File runs = tmp.resolve("partition-0.runs").toFile();
+    List<StateRedistributionJob.StagedFile> staged;
+    try (SortedRuns.Writer writer = new SortedRuns.Writer(runs, 0, 1)) {
       for (Map.Entry<String, String> e : source.entrySet()) { // sorted: hex keeps byte order
-        writer.put(HexFormat.of().parseHex(e.getKey()), HexFormat.of().parseHex(e.getValue()));
+        byte[] key = HexFormat.of().parseHex(e.getKey());
+        byte[] value = HexFormat.of().parseHex(e.getValue());
+        writer.add(0, key, key.length, value, value.length);
       }
-      writer.finish();
+      staged = SortedRuns.staged(writer.finish(), runs.getAbsolutePath(), runs.length());
     }
-    List<StateRedistributionJob.StagedFile> staged =
-        List.of(
-            new StateRedistributionJob.StagedFile(
-                0, sst.getAbsolutePath(), source.size(), 0, sst.length()));
     String direct = tmp.resolve("direct/state").toString();
     String viaSpark = tmp.resolve("spark/state").toString();
     long batchId = version - 1;
@@ -171,7 +165,7 @@ class RocksDbDirectPathsTest {
     RocksDbSstExchange.ingest(viaSpark, spec, 0, storeConf, hadoopConf, batchId, staged, null);
     RocksDbSstExchange.ingest(viaSpark, spec, 1, storeConf, hadoopConf, batchId, List.of(), null);
 
-    assertThat(sst).as("the staged file stays for a retried task").exists();
+    assertThat(runs).as("the staged file stays for a retried task").exists();
     assertThat(readThroughSpark(direct, version)).isEqualTo(source);
     assertThat(readThroughSpark(viaSpark, version)).isEqualTo(source);
     assertThat(readThroughSpark(direct, 1, version)).as("an empty partition").isEmpty();

@@ -1,0 +1,348 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
+import java.io.BufferedOutputStream;
+import java.io.Closeable;
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * The staged format of the RocksDB file exchange: one file per read task, holding runs of raw
+ * entries {@code [int keyLength][key][int valueLength][value]} (big-endian lengths), each run
+ * sorted by key bytes and meant for one new partition. A run is a {@link StagedFile} with an offset
+ * and a length in its file.
+ *
+ * <p>One file per old partition, whatever the number of new partitions: per-(old, new) SST files
+ * would be 80,000 files at 200 -> 400 partitions, each created, finished and synced for a few dozen
+ * entries. The read side buffers each new partition's entries in the JVM (a filtered subsequence of
+ * a sorted walk is sorted) and appends every buffer as a run when the buffers reach {@link
+ * #FLUSH_BYTES} and at the end. The write side merges all runs of its new partition in one k-way
+ * pass into one SST file ({@link #merge}), which RocksDB ingests without a compaction.
+ */
+final class SortedRuns {
+  /** The read side appends its buffered runs to the file when they hold this many bytes. */
+  static final int FLUSH_BYTES = 32 << 20;
+
+  private static final int READ_CHUNK = 64 << 10;
+
+  private SortedRuns() {}
+
+  /** The read side's writer: one buffer per new partition, one file. */
+  static final class Writer implements Closeable {
+    private final File file;
+    private final int firstTarget;
+    private final byte[][] buffers;
+    private final int[] lengths;
+    private final long[] rows;
+    private final long[] bytes;
+    private final List<long[]> runs = new ArrayList<>(); // target, offset, length, rows, bytes
+    private final int flushBytes;
+    private long buffered;
+    private long offset;
+    private OutputStream out;
+
+    Writer(File file, int firstTarget, int newPartitions) {
+      this(file, firstTarget, newPartitions, FLUSH_BYTES);
+    }
+
+    /** A writer that appends its buffered runs when they hold {@code flushBytes}. */
+    Writer(File file, int firstTarget, int newPartitions, int flushBytes) {
+      this.flushBytes = flushBytes;
+      this.file = file;
+      this.firstTarget = firstTarget;
+      this.buffers = new byte[newPartitions][];
+      this.lengths = new int[newPartitions];
+      this.rows = new long[newPartitions];
+      this.bytes = new long[newPartitions];
+    }
+
+    /** Appends one entry for new partition {@code p} (entries of a partition in key order). */
+    void add(int p, byte[] key, int keyLength, byte[] value, int valueLength) throws IOException {
+      int need = 8 + keyLength + valueLength;
+      byte[] buffer = buffers[p];
+      int length = lengths[p];
+      if (buffer == null || buffer.length - length < need) {
+        buffer =
+            Arrays.copyOf(
+                buffer == null ? new byte[0] : buffer,
+                Math.max(Math.max(1024, length + need), buffer == null ? 0 : buffer.length * 2));
+        buffers[p] = buffer;
+      }
+      HdfsFileExchange.BIG_ENDIAN_INT.set(buffer, length, keyLength);
+      System.arraycopy(key, 0, buffer, length + 4, keyLength);
+      HdfsFileExchange.BIG_ENDIAN_INT.set(buffer, length + 4 + keyLength, valueLength);
+      System.arraycopy(value, 0, buffer, length + 8 + keyLength, valueLength);
+      lengths[p] = length + need;
+      rows[p]++;
+      bytes[p] += keyLength + valueLength;
+      buffered += need;
+      if (buffered >= flushBytes) {
+        flush();
+      }
+    }
+
+    /** Appends every non-empty buffer as a run and empties the buffers. */
+    private void flush() throws IOException {
+      if (buffered == 0) {
+        return;
+      }
+      if (out == null) {
+        out = new BufferedOutputStream(new FileOutputStream(file), 1 << 20);
+      }
+      for (int p = 0; p < buffers.length; p++) {
+        if (rows[p] == 0) {
+          continue;
+        }
+        out.write(buffers[p], 0, lengths[p]);
+        runs.add(new long[] {firstTarget + p, offset, lengths[p], rows[p], bytes[p]});
+        offset += lengths[p];
+        lengths[p] = 0;
+        rows[p] = 0;
+        bytes[p] = 0;
+      }
+      buffered = 0;
+      Arrays.fill(buffers, null); // the next runs grow their own: memory goes back
+    }
+
+    /** Writes what is buffered and closes the file; the runs' descriptions, unstaged. */
+    List<long[]> finish() throws IOException {
+      flush();
+      if (out != null) {
+        out.close();
+        out = null;
+      }
+      return runs;
+    }
+
+    /** Bytes written to the file. */
+    long fileBytes() {
+      return offset;
+    }
+
+    @Override
+    public void close() throws IOException {
+      if (out != null) {
+        out.close();
+        out = null;
+      }
+    }
+  }
+
+  /** Receives the merged entries in key order. */
+  interface Sink {
+    void put(byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset, int length)
+        throws IOException;
+  }
+
+  /**
+   * The write side: merges the runs {@code files} (of one new partition, keys unique across them)
+   * into {@code sink} in key byte order (RocksDB's bytewise comparator), reading each run in
+   * chunks; returns the entries merged. A staged file whose length differs from what its read task
+   * wrote, or a run that does not hold the rows it was written with, fails the merge.
+   */
+  static long merge(List<StagedFile> files, Configuration hadoopConf, Sink sink)
+      throws IOException {
+    Map<String, Ranges> open = new HashMap<>();
+    try {
+      PriorityQueue<Cursor> queue =
+          new PriorityQueue<>(Math.max(1, files.size()), SortedRuns::compareKeys);
+      for (StagedFile file : files) {
+        Ranges ranges = open.get(file.path());
+        if (ranges == null) {
+          ranges = Ranges.open(new Path(file.path()), hadoopConf);
+          file.checkLength(ranges.length());
+          open.put(file.path(), ranges);
+        }
+        Cursor cursor = new Cursor(ranges, file);
+        if (cursor.advance()) {
+          queue.add(cursor);
+        }
+      }
+      long merged = 0;
+      while (!queue.isEmpty()) {
+        Cursor c = queue.poll();
+        sink.put(c.buffer, c.keyOffset, c.keyLength, c.buffer, c.valueOffset, c.valueLength);
+        merged++;
+        if (c.advance()) {
+          queue.add(c);
+        }
+      }
+      return merged;
+    } finally {
+      for (Ranges ranges : open.values()) {
+        ranges.close();
+      }
+    }
+  }
+
+  private static int compareKeys(Cursor a, Cursor b) {
+    return Arrays.compareUnsigned(
+        a.buffer,
+        a.keyOffset,
+        a.keyOffset + a.keyLength,
+        b.buffer,
+        b.keyOffset,
+        b.keyOffset + b.keyLength);
+  }
+
+  /** Positioned reads of one staged file: a file channel on local disk, else Hadoop's stream. */
+  private interface Ranges extends Closeable {
+    void readFully(long position, byte[] b, int offset, int length) throws IOException;
+
+    long length() throws IOException;
+
+    static Ranges open(Path path, Configuration hadoopConf) throws IOException {
+      FileSystem fs = path.getFileSystem(hadoopConf);
+      if (fs instanceof LocalFileSystem local) {
+        FileChannel channel =
+            FileChannel.open(local.pathToFile(path).toPath(), StandardOpenOption.READ);
+        return new Ranges() {
+          @Override
+          public void readFully(long position, byte[] b, int offset, int length)
+              throws IOException {
+            ByteBuffer target = ByteBuffer.wrap(b, offset, length);
+            while (target.hasRemaining()) {
+              if (channel.read(target, position + target.position() - offset) < 0) {
+                throw new java.io.EOFException(path + " ends early");
+              }
+            }
+          }
+
+          @Override
+          public long length() throws IOException {
+            return channel.size();
+          }
+
+          @Override
+          public void close() throws IOException {
+            channel.close();
+          }
+        };
+      }
+      FSDataInputStream in = fs.open(path);
+      long length = fs.getFileStatus(path).getLen();
+      return new Ranges() {
+        @Override
+        public void readFully(long position, byte[] b, int offset, int n) throws IOException {
+          in.readFully(position, b, offset, n);
+        }
+
+        @Override
+        public long length() {
+          return length;
+        }
+
+        @Override
+        public void close() throws IOException {
+          in.close();
+        }
+      };
+    }
+  }
+
+  /** One run being merged: its current entry in a buffer that holds the next chunk of the run. */
+  private static final class Cursor {
+    private final Ranges in;
+    private final StagedFile run;
+    private long next;
+    private final long end;
+    private long rowsLeft;
+    byte[] buffer;
+    private int position;
+    private int limit;
+    int keyOffset;
+    int keyLength;
+    int valueOffset;
+    int valueLength;
+
+    Cursor(Ranges in, StagedFile run) {
+      this.in = in;
+      this.run = run;
+      this.next = run.offset();
+      this.end = run.offset() + run.length();
+      this.rowsLeft = run.rows();
+      this.buffer = new byte[(int) Math.min(READ_CHUNK, Math.max(16, run.length()))];
+    }
+
+    /** Moves to the next entry; false at the end of the run. */
+    boolean advance() throws IOException {
+      if (rowsLeft == 0) {
+        if (next != end || position != limit) {
+          throw damaged("holds more than its " + run.rows() + " rows");
+        }
+        return false;
+      }
+      ensure(4);
+      keyLength = (int) HdfsFileExchange.BIG_ENDIAN_INT.get(buffer, position);
+      ensure(8 + keyLength);
+      valueLength = (int) HdfsFileExchange.BIG_ENDIAN_INT.get(buffer, position + 4 + keyLength);
+      ensure(8 + keyLength + valueLength);
+      keyOffset = position + 4;
+      valueOffset = position + 8 + keyLength;
+      position += 8 + keyLength + valueLength;
+      rowsLeft--;
+      return true;
+    }
+
+    /** Makes the next {@code n} bytes of the run available from {@link #position}. */
+    private void ensure(int n) throws IOException {
+      if (n < 0) {
+        throw damaged("has a negative length");
+      }
+      if (limit - position >= n) {
+        return;
+      }
+      int kept = limit - position;
+      if (n > buffer.length) {
+        buffer = Arrays.copyOfRange(buffer, position, position + Math.max(n, buffer.length * 2));
+      } else {
+        System.arraycopy(buffer, position, buffer, 0, kept);
+      }
+      position = 0;
+      limit = kept;
+      int read = (int) Math.min(buffer.length - limit, end - next);
+      if (kept + read < n) {
+        throw damaged("ends in the middle of an entry");
+      }
+      in.readFully(next, buffer, limit, read);
+      next += read;
+      limit += read;
+    }
+
+    private IOException damaged(String problem) {
+      return new IOException(
+          "The staged run at "
+              + run.offset()
+              + " of "
+              + run.path()
+              + " "
+              + problem
+              + "; the attempt is abandoned");
+    }
+  }
+
+  /** The runs of {@code writer}'s file as staged files at {@code path}. */
+  static List<StagedFile> staged(List<long[]> runs, String path, long fileBytes) {
+    List<StagedFile> staged = new ArrayList<>();
+    for (long[] r : runs) {
+      staged.add(new StagedFile((int) r[0], path, r[1], r[2], r[3], r[4], fileBytes));
+    }
+    return staged;
+  }
+}
