@@ -15,7 +15,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
@@ -40,17 +39,13 @@ class ObjectStoreTest {
 
   @BeforeAll
   static void startS3(@TempDir Path dir) throws Exception {
-    s3 = S3Server.start(dir);
-    s3.applyTo(SparkTestSession.get().sparkContext().hadoopConfiguration());
+    s3 = S3Server.startForTestSession(dir);
   }
 
   @AfterAll
   static void stopS3() throws Exception {
     if (s3 != null) {
-      Configuration conf = SparkTestSession.get().sparkContext().hadoopConfiguration();
-      s3.fileSystem(conf).close();
-      s3.hadoopSettings().keySet().forEach(conf::unset);
-      s3.close();
+      s3.closeForTestSession();
     }
   }
 

@@ -118,17 +118,13 @@ class S3CrashSafetyTest {
 
   @BeforeAll
   static void startS3() throws Exception {
-    s3 = S3Server.start(shared.resolve("s3"));
-    s3.applyTo(SparkTestSession.get().sparkContext().hadoopConfiguration());
+    s3 = S3Server.startForTestSession(shared.resolve("s3"));
   }
 
   @AfterAll
   static void stopS3() throws Exception {
     if (s3 != null) {
-      Configuration conf = SparkTestSession.get().sparkContext().hadoopConfiguration();
-      s3.fileSystem(conf).close();
-      s3.hadoopSettings().keySet().forEach(conf::unset);
-      s3.close();
+      s3.closeForTestSession();
     }
   }
 

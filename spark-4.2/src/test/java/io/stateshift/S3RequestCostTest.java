@@ -48,17 +48,13 @@ class S3RequestCostTest {
 
   @BeforeAll
   static void startS3(@TempDir Path dir) throws Exception {
-    s3 = S3Server.start(dir);
-    s3.applyTo(SparkTestSession.get().sparkContext().hadoopConfiguration());
+    s3 = S3Server.startForTestSession(dir);
   }
 
   @AfterAll
   static void stopS3() throws Exception {
     if (s3 != null) {
-      Configuration conf = SparkTestSession.get().sparkContext().hadoopConfiguration();
-      s3.fileSystem(conf).close();
-      s3.hadoopSettings().keySet().forEach(conf::unset);
-      s3.close();
+      s3.closeForTestSession();
     }
   }
 

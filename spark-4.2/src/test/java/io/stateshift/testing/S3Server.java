@@ -231,6 +231,24 @@ public final class S3Server implements AutoCloseable {
     return out;
   }
 
+  /** Starts a server in {@code dir} and points the shared test session's Hadoop conf at it. */
+  public static S3Server startForTestSession(Path dir) throws Exception {
+    S3Server server = start(dir);
+    server.applyTo(SparkTestSession.get().sparkContext().hadoopConfiguration());
+    return server;
+  }
+
+  /**
+   * Undoes {@link #startForTestSession}: closes the session's S3A file system, removes this
+   * server's settings from its conf, and stops the server.
+   */
+  public void closeForTestSession() throws IOException {
+    Configuration conf = SparkTestSession.get().sparkContext().hadoopConfiguration();
+    fileSystem(conf).close();
+    hadoopSettings().keySet().forEach(conf::unset);
+    close();
+  }
+
   /** Applies {@link #hadoopSettings} to a Hadoop configuration (the Spark context's, say). */
   public void applyTo(Configuration conf) {
     hadoopSettings().forEach(conf::set);
