@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.ChildJvm;
+import io.stateshift.testing.CrashTestInput;
 import io.stateshift.testing.FaultyFileSystem;
 import io.stateshift.testing.RunningQueryMain;
 import io.stateshift.testing.SparkTestSession;
@@ -368,20 +369,9 @@ class CrashSafetyTest {
   /** The input files (four slices of events and two flush files) and the oracle, built once. */
   private synchronized List<String> oracle() {
     if (oracle == null) {
-      Path dir = shared.resolve("oracle");
-      StreamRun run = new StreamRun(spark, dir.resolve("input"));
-      for (int i = 0; i < 4; i++) {
-        run.writeEvents(i, 200, 30);
-      }
-      run.writeFlush(4);
-      run.runAvailable(
-          StatefulQueries.WINDOWED_COUNT,
-          dir.resolve("checkpoint"),
-          dir.resolve("sink"),
-          StateStores.HDFS.withPartitions(2));
-      oracle = run.sinkRows(dir.resolve("sink"), StatefulQueries.WINDOWED_COUNT);
-      template = dir.resolve("input");
-      assertThat(oracle).isNotEmpty();
+      CrashTestInput built = CrashTestInput.build(spark, shared.resolve("oracle"));
+      oracle = built.oracle();
+      template = built.input();
     }
     return oracle;
   }

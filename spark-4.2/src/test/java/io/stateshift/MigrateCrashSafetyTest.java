@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.ChildJvm;
+import io.stateshift.testing.CrashTestInput;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -112,21 +113,8 @@ class MigrateCrashSafetyTest {
     if (oracle != null) {
       return oracle;
     }
-    Path dir = oracleDir.resolve("oracle");
-    StreamRun run = new StreamRun(spark, dir.resolve("input"));
-    for (int i = 0; i < 4; i++) {
-      run.writeEvents(i, 200, 30);
-    }
-    run.writeFlush(4);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT,
-        dir.resolve("checkpoint"),
-        dir.resolve("sink"),
-        StateStores.HDFS.withPartitions(2));
-    List<String> rows = run.sinkRows(dir.resolve("sink"), StatefulQueries.WINDOWED_COUNT);
-    assertThat(rows).isNotEmpty();
-    oracle = rows;
-    return rows;
+    oracle = CrashTestInput.build(spark, oracleDir.resolve("oracle")).oracle();
+    return oracle;
   }
 
   private static long lastCommitted(Path checkpoint) throws java.io.IOException {
