@@ -108,6 +108,17 @@ final class CommandLine {
               "none",
               "a folder of StreamMonitor progress history (JSON lines)")
           .checkedBy(CliOption::notBlank);
+  private static final CliOption DRY_RUN =
+      CliOption.flag("dry-run", "print the plan and write nothing");
+
+  private static final CliOption BACKUP_TO =
+      CliOption.value(
+              "backup-to",
+              "<path>",
+              "_stateshift/ in the checkpoint",
+              "where a decrease keeps the partition folders it drops")
+          .checkedBy(CliOption::notBlank);
+
   private static final CliOption FILE_SINK =
       CliOption.value(
               "file-sink",
@@ -166,13 +177,8 @@ final class CommandLine {
                   CliOption.value("partitions", "<n>", null, "the partition count to end with")
                       .mandatory()
                       .checkedBy(CliOption.atLeast(1)),
-                  CliOption.flag("dry-run", "print the plan and write nothing"),
-                  CliOption.value(
-                          "backup-to",
-                          "<path>",
-                          "_stateshift/ in the checkpoint",
-                          "where a decrease keeps the partition folders it drops")
-                      .checkedBy(CliOption::notBlank),
+                  DRY_RUN,
+                  BACKUP_TO,
                   FILE_SINK,
                   ASSUME_STOPPED,
                   JSON),
@@ -205,13 +211,8 @@ final class CommandLine {
                           "the checkpoint's count",
                           "the partition count to end with")
                       .checkedBy(CliOption.atLeast(1)),
-                  CliOption.flag("dry-run", "print the plan and write nothing"),
-                  CliOption.value(
-                          "backup-to",
-                          "<path>",
-                          "_stateshift/ in the checkpoint",
-                          "where a decrease keeps the partition folders it drops")
-                      .checkedBy(CliOption::notBlank),
+                  DRY_RUN,
+                  BACKUP_TO,
                   FILE_SINK,
                   ASSUME_STOPPED,
                   JSON),
