@@ -73,16 +73,37 @@ final class HdfsFileExchange {
    */
   static StateRedistributionJob.ReadOutcome split(
       SplitTask task, Path partitionDir, long version, String codecName, String checkpointRoot) {
+    CompressionCodec codec = codec(codecName);
+    return split(
+        task,
+        partitionDir,
+        version,
+        codec,
+        checkpointRoot,
+        (stagingFs, stagingDir) ->
+            new SnapshotStaging(task, withoutChecksumFiles(stagingFs), stagingDir, codec));
+  }
+
+  /**
+   * Read side, for another store: the same split, each live entry handed to the {@link Staging}
+   * that {@code staging} makes for the exchange folder's file system.
+   */
+  static StateRedistributionJob.ReadOutcome split(
+      SplitTask task,
+      Path partitionDir,
+      long version,
+      CompressionCodec codec,
+      String checkpointRoot,
+      StagingFactory staging) {
     StoreSpec spec = task.spec();
     TaskTimer timer = task.timer();
     String exchangeDir = task.exchangeDir();
-    CompressionCodec codec = codec(codecName);
     Path stagingDir = new Path(exchangeDir);
     Splitter splitter = null;
     try {
       FileSystem fs = partitionDir.getFileSystem(task.hadoopConf());
-      FileSystem stagingFs = withoutChecksumFiles(stagingDir.getFileSystem(task.hadoopConf()));
-      splitter = new Splitter(task, stagingFs, stagingDir, codec);
+      FileSystem stagingFs = stagingDir.getFileSystem(task.hadoopConf());
+      splitter = new Splitter(task, staging.create(stagingFs, stagingDir));
       List<Path> chain = chainNewestFirst(fs, partitionDir, version);
       Path snapshot =
           !chain.isEmpty() && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
@@ -449,42 +470,52 @@ final class HdfsFileExchange {
     return fs instanceof LocalFileSystem local ? local.getRaw() : fs;
   }
 
-  /** Sends live entries of one old partition to one staged file per new partition. */
+  /** Where a split puts the live entries of one old partition, per new partition. */
+  interface Staging {
+    /** Appends one live entry to new partition {@code p} (of the store's new partitions). */
+    void append(
+        int p,
+        byte[] key,
+        int keyOffset,
+        int keyLength,
+        byte[] value,
+        int valueOffset,
+        int valueLength)
+        throws IOException;
+
+    /** Closes what was written and returns the staged files, one or more per new partition. */
+    List<StateRedistributionJob.StagedFile> finish() throws IOException;
+
+    /** Closes what is open after a failure; the attempt folder's removal deletes the files. */
+    void abandon();
+  }
+
+  /** Makes a split's {@link Staging} for the exchange folder and its file system. */
+  interface StagingFactory {
+    Staging create(FileSystem stagingFs, Path stagingDir) throws IOException;
+  }
+
+  /** Sends live entries of one old partition, each to the new partition its key's hash gives. */
   private static final class Splitter {
     private final StateStores.KeyPlacement placement;
     private final PlacementCheck check;
+    private final Staging staging;
+    private final int newPartitions;
 
     /** Where the keys come from, for a misplaced key's error: the deltas, then the snapshot. */
     DeltaChain deltas;
 
     Path source;
-    private final int firstTarget;
-    private final FileSystem stagingFs;
-    private final Path stagingDir;
-    private final CompressionCodec codec;
-    private final String fileStem;
     private final UnsafeRow keyRow;
-    private final SnapshotWriter[] writers;
-    private final Path[] paths;
-    private final long[] rows;
-    private final long[] bytes;
     long totalRows;
     long totalBytes;
 
-    Splitter(SplitTask task, FileSystem stagingFs, Path stagingDir, CompressionCodec codec) {
-      int newPartitions = task.newPartitions();
-      this.firstTarget = task.firstTarget();
-      this.stagingFs = stagingFs;
-      this.stagingDir = stagingDir;
-      this.codec = codec;
-      this.fileStem = task.newFileStem();
+    Splitter(SplitTask task, Staging staging) {
       this.placement = task.placement();
       this.check = task.check();
+      this.staging = staging;
+      this.newPartitions = task.newPartitions();
       this.keyRow = new UnsafeRow(task.spec().keySchema().length());
-      this.writers = new SnapshotWriter[newPartitions];
-      this.paths = new Path[newPartitions];
-      this.rows = new long[newPartitions];
-      this.bytes = new long[newPartitions];
     }
 
     /** A key and its value, both in {@code data} (a decompressed delta). */
@@ -506,7 +537,56 @@ final class HdfsFileExchange {
         Path file = source != null ? source : deltas.fileOf(key);
         check.report(String.valueOf(file));
       }
-      int p = StateStores.KeyPlacement.pmod(hash, writers.length);
+      int p = StateStores.KeyPlacement.pmod(hash, newPartitions);
+      staging.append(p, key, keyOffset, keyLength, value, valueOffset, valueLength);
+      totalRows++;
+      totalBytes += keyLength + valueLength;
+    }
+
+    List<StateRedistributionJob.StagedFile> finish() throws IOException {
+      return staging.finish();
+    }
+
+    void abandon() {
+      staging.abandon();
+    }
+  }
+
+  /** One staged file per new partition, in the HDFS-backed store's own record format. */
+  private static final class SnapshotStaging implements Staging {
+    private final int firstTarget;
+    private final FileSystem stagingFs;
+    private final Path stagingDir;
+    private final CompressionCodec codec;
+    private final String fileStem;
+    private final SnapshotWriter[] writers;
+    private final Path[] paths;
+    private final long[] rows;
+    private final long[] bytes;
+
+    SnapshotStaging(SplitTask task, FileSystem stagingFs, Path stagingDir, CompressionCodec codec) {
+      int newPartitions = task.newPartitions();
+      this.firstTarget = task.firstTarget();
+      this.stagingFs = stagingFs;
+      this.stagingDir = stagingDir;
+      this.codec = codec;
+      this.fileStem = task.newFileStem();
+      this.writers = new SnapshotWriter[newPartitions];
+      this.paths = new Path[newPartitions];
+      this.rows = new long[newPartitions];
+      this.bytes = new long[newPartitions];
+    }
+
+    @Override
+    public void append(
+        int p,
+        byte[] key,
+        int keyOffset,
+        int keyLength,
+        byte[] value,
+        int valueOffset,
+        int valueLength)
+        throws IOException {
       if (writers[p] == null) {
         paths[p] = new Path(stagingDir, "to-" + (firstTarget + p) + "-from-" + fileStem);
         writers[p] = new SnapshotWriter(stagingFs, paths[p], codec, !concatenable(codec));
@@ -514,11 +594,10 @@ final class HdfsFileExchange {
       writers[p].append(key, keyOffset, keyLength, value, valueOffset, valueLength);
       rows[p]++;
       bytes[p] += keyLength + valueLength;
-      totalRows++;
-      totalBytes += keyLength + valueLength;
     }
 
-    List<StateRedistributionJob.StagedFile> finish() throws IOException {
+    @Override
+    public List<StateRedistributionJob.StagedFile> finish() throws IOException {
       List<StateRedistributionJob.StagedFile> staged = new ArrayList<>();
       for (int p = 0; p < writers.length; p++) {
         if (writers[p] != null) {
@@ -536,8 +615,8 @@ final class HdfsFileExchange {
       return staged;
     }
 
-    /** Closes what is open after a failure; the attempt folder's removal deletes the files. */
-    void abandon() {
+    @Override
+    public void abandon() {
       for (SnapshotWriter writer : writers) {
         if (writer != null) {
           try {

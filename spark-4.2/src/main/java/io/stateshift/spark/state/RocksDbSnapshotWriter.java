@@ -89,6 +89,16 @@ final class RocksDbSnapshotWriter {
     byte[] record(int target, UnsafeRow key, UnsafeRow value) {
       return StateRecords.pack(target, keys.encodeKey(key), values.encodeValue(value));
     }
+
+    /** The bytes RocksDB stores for {@code key}. */
+    byte[] key(UnsafeRow key) {
+      return keys.encodeKey(key);
+    }
+
+    /** The bytes RocksDB stores for {@code value}. */
+    byte[] value(UnsafeRow value) {
+      return values.encodeValue(value);
+    }
   }
 
   /**

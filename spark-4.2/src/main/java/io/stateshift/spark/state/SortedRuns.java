@@ -120,6 +120,14 @@ final class SortedRuns {
       Arrays.fill(buffers, null); // the next runs grow their own: memory goes back
     }
 
+    /**
+     * Appends what is buffered as runs: entries added after this start new runs, so a caller that
+     * adds sorted sequences one after another ends each with this.
+     */
+    void endRuns() throws IOException {
+      flush();
+    }
+
     /** Writes what is buffered and closes the file; the runs' descriptions, unstaged. */
     List<long[]> finish() throws IOException {
       flush();

@@ -261,7 +261,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
    */
   private StateExchange exchange(RuntimeConfig conf) {
-    for (StateExchange exchange : List.of(new RocksDbFiles(), new HdfsFiles(), new Shuffle())) {
+    for (StateExchange exchange :
+        List.of(new RocksDbFiles(), new HdfsFiles(), new HdfsToRocksDbFiles(), new Shuffle())) {
       if (exchange.applies(conf)) {
         return exchange;
       }
@@ -508,7 +509,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             .flatMap(
                 share -> {
                   beginTask();
-                  try (RocksDbTaskScope scope = rocksDbScope ? taskScope(liveStateRoot) : null) {
+                  try (RocksDbTaskScope scope =
+                      rocksDbScope ? taskScope(liveStateRoot, storeConf) : null) {
                     return onThreads(share, readThreads, task -> exchange.split(task, scope))
                         .iterator();
                   }
@@ -549,7 +551,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                 share -> {
                   beginTask();
                   try (RocksDbTaskScope scope =
-                      rocksDbScope ? taskScope(stagingRoot + "/state") : null) {
+                      rocksDbScope ? taskScope(stagingRoot + "/state", writeStoreConf) : null) {
                     return onThreads(share, writeThreads, t -> writeTarget(t, exchange, scope))
                         .iterator();
                   }
@@ -639,9 +641,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     }
   }
 
-  /** What one task's RocksDB stores under {@code stateRoot} share. */
-  private RocksDbTaskScope taskScope(String stateRoot) {
-    return RocksDbTaskScope.open(stateRoot, stores.get(0), storeConf, hadoopConf());
+  /**
+   * What one task's RocksDB stores under {@code stateRoot}, opened with {@code conf}, share; null
+   * when {@code conf} is not RocksDB's.
+   */
+  private RocksDbTaskScope taskScope(String stateRoot, StateStoreConf conf) {
+    return RocksDbTaskScope.open(stateRoot, stores.get(0), conf, hadoopConf());
   }
 
   /** Runs {@code write} for one (store, new partition) target with the files staged for it. */
@@ -734,18 +739,79 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     @Override
     PartitionCount write(
         StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
-      RocksDbSnapshotWriter.Written written =
-          RocksDbSstExchange.ingest(
-              stagingRoot + "/state",
-              spec,
-              partition,
-              storeConf,
-              hadoopConf(),
-              writeBatchId,
-              files,
-              scope);
-      return new PartitionCount(
-          spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
+      return ingestRuns(spec, partition, files, scope);
+    }
+  }
+
+  /** The RocksDB file exchange's write side: the staged runs of one new partition, ingested. */
+  private PartitionCount ingestRuns(
+      StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
+    RocksDbSnapshotWriter.Written written =
+        RocksDbSstExchange.ingest(
+            stagingRoot + "/state",
+            spec,
+            partition,
+            writeStoreConf,
+            hadoopConf(),
+            writeBatchId,
+            files,
+            scope);
+    return new PartitionCount(
+        spec.slot(), partition, written.rows(), written.bytes(), written.checkpointId());
+  }
+
+  /**
+   * HDFS-backed state to RocksDB (a migration) without a shuffle: the HDFS file exchange's read
+   * side, each entry re-encoded for RocksDB and staged as sorted runs ({@link RocksDbRunStaging}),
+   * and the RocksDB file exchange's write side. Applies where both file exchanges would: state
+   * checkpoint format v1 on the read side, RocksDB in SST mode on the write side, no column
+   * families, unless the session asks for the shuffle.
+   */
+  private final class HdfsToRocksDbFiles extends FileExchange {
+    @Override
+    public boolean applies(RuntimeConfig conf) {
+      return !readRocksDb
+          && writeRocksDb
+          && rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+          && readCheckpointIds == null
+          && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
+          && !"shuffle".equals(conf.get(HdfsFileExchange.EXCHANGE_CONF, "files"))
+          && !"shuffle".equals(conf.get(RocksDbSstExchange.EXCHANGE_CONF, "files"));
+    }
+
+    @Override
+    public String description() {
+      return "hdfs-to-rocksdb-file-exchange (sorted runs, no shuffle)";
+    }
+
+    @Override
+    boolean rocksDbScope() {
+      return true; // the write side's; the read side's conf is not RocksDB's, so it has none
+    }
+
+    @Override
+    ReadOutcome split(SourceTask task, RocksDbTaskScope scope) {
+      StoreSpec spec = stores.get(task.slot());
+      TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+      SplitTask split =
+          splitTask(spec, task.partition(), versionFiles(spec, task.partition()), timer);
+      try {
+        return HdfsFileExchange.split(
+            split,
+            new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())),
+            readVersion,
+            HdfsFileExchange.codec(compressionCodec),
+            checkpointRoot(),
+            (stagingFs, stagingDir) -> new RocksDbRunStaging(split, stagingFs, stagingDir));
+      } finally {
+        timer.report();
+      }
+    }
+
+    @Override
+    PartitionCount write(
+        StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
+      return ingestRuns(spec, partition, files, scope);
     }
   }
 
