@@ -154,6 +154,11 @@ class MigrateOracleTest {
     assertThat(verified.ok()).as(verified.toString()).isTrue();
     assertThat(StateShift.get(spark).history(checkpoint.toString()))
         .anySatisfy(h -> assertThat(h.path()).startsWith("migrate "));
+    if (from == StateStores.HDFS) {
+      // HDFS-backed to RocksDB moves the files' bytes, re-encoded, without a shuffle
+      assertThat(StateShift.get(spark).history(checkpoint.toString()))
+          .anySatisfy(h -> assertThat(h.path()).contains("hdfs-to-rocksdb-file-exchange"));
+    }
 
     for (int i = FILES_BEFORE; i < ALL_FILES; i++) {
       workload.write(spark, input, i);
