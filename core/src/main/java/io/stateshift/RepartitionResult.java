@@ -14,6 +14,8 @@ import java.util.Map;
  * @param storeRequests requests sent to the checkpoint's store during the repartition, where its
  *     file system counts them (S3A: every HTTP request of this process, by the driver and by tasks
  *     that run in it); -1 where it does not
+ * @param path which way the new state was written: from a prepared layout and the logged tail, or
+ *     in full (and why a prepared layout was not used)
  */
 public record RepartitionResult(
     RepartitionPlan plan,
@@ -21,7 +23,8 @@ public record RepartitionResult(
     Map<String, Long> phaseMillis,
     long batchId,
     long totalMillis,
-    long storeRequests) {
+    long storeRequests,
+    StatePath path) {
 
   public RepartitionResult(
       RepartitionPlan plan,
@@ -29,12 +32,53 @@ public record RepartitionResult(
       Map<String, Long> phaseMillis,
       long batchId,
       long totalMillis) {
-    this(plan, stores, phaseMillis, batchId, totalMillis, -1);
+    this(plan, stores, phaseMillis, batchId, totalMillis, -1, StatePath.FULL);
   }
 
   /** The same result with the store's request count. */
   public RepartitionResult withStoreRequests(long requests) {
-    return new RepartitionResult(plan, stores, phaseMillis, batchId, totalMillis, requests);
+    return new RepartitionResult(plan, stores, phaseMillis, batchId, totalMillis, requests, path);
+  }
+
+  /** The same result, written the way {@code written} says. */
+  public RepartitionResult withPath(StatePath written) {
+    return new RepartitionResult(
+        plan, stores, phaseMillis, batchId, totalMillis, storeRequests, written);
+  }
+
+  /**
+   * How the new state was written.
+   *
+   * @param prepared true when a prepared layout ({@code stateshift prepare}) was brought up to date
+   *     with the changes logged since; false for the full path
+   * @param preparedBatch the batch V the prepared layout holds; -1 when none was used
+   * @param lastCommittedBatch the last committed batch L the new layout holds
+   * @param rowsReplayed the changes (puts and removals, newest per key) of batches V+1..L applied
+   * @param reason why a prepared layout on record was not used; null when it was, or when there was
+   *     none
+   */
+  public record StatePath(
+      boolean prepared,
+      long preparedBatch,
+      long lastCommittedBatch,
+      long rowsReplayed,
+      String reason) {
+    public static final StatePath FULL = new StatePath(false, -1, -1, 0, null);
+
+    /** {@code prepared} or {@code full}, as progress output and JSON name it. */
+    public String name() {
+      return prepared ? "prepared" : "full";
+    }
+
+    @Override
+    public String toString() {
+      if (prepared) {
+        return String.format(
+            "prepared layout of batch %d, batches %d..%d replayed (%,d changes)",
+            preparedBatch, preparedBatch + 1, lastCommittedBatch, rowsReplayed);
+      }
+      return reason == null ? "full" : "full (prepared layout not used: " + reason + ")";
+    }
   }
 
   /** Rows and bytes of one state store, before (read) and after (written) the repartition. */
@@ -87,6 +131,9 @@ public record RepartitionResult(
           String.format(
               "  operator %d %-22s store %-28s %,12d rows %,14d bytes%n",
               s.operatorId(), s.operatorName(), s.storeName(), s.rowsWritten(), s.bytesWritten()));
+    }
+    if (path.prepared() || path.reason() != null) {
+      out.append("  path: ").append(path).append('\n');
     }
     out.append("  phases:");
     phaseMillis.forEach(

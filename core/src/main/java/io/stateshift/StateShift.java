@@ -26,6 +26,14 @@ public final class StateShift {
   }
 
   /**
+   * Starts describing the preparation of a later repartition, which runs while the query runs:
+   * {@code prepareState(cp).toPartitions(n).execute()}; see {@link PrepareState}.
+   */
+  public PrepareState prepareState(String checkpointLocation) {
+    return new PrepareState(spark, checkpointLocation);
+  }
+
+  /**
    * Starts describing a migration of the state of the stopped query at this checkpoint to another
    * state store provider: {@code migrateState(cp).toProvider("rocksdb").execute()}, optionally with
    * {@code toPartitions(n)} in the same pass. Rolled back like a repartition.

@@ -184,6 +184,25 @@ final class CommandLine {
                   JSON),
               "stateshift repartition --checkpoint s3a://bucket/checkpoints/orders --partitions 16"),
           new CliCommand(
+              "prepare",
+              "Prepare a repartition while the query runs.",
+              """
+          Writes the state of the last committed batch in n partitions under
+          _stateshift/prepared/ while the query keeps running: it takes no lock and writes nothing
+          else. A later repartition to n (stateshift repartition, or the restart with
+          StateShiftExtensions) starts from it and only replays the batches committed since, or
+          says why it moved all state instead. Running it again moves the prepared batch forward;
+          --cancel removes it. HDFS-backed state store.
+          """,
+              withSpark(
+                  CHECKPOINT,
+                  CliOption.value(
+                          "partitions", "<n>", null, "the partition count the restart will ask for")
+                      .checkedBy(CliOption.atLeast(1)),
+                  CliOption.flag("cancel", "remove the prepared layout instead"),
+                  JSON),
+              "stateshift prepare --checkpoint /data/checkpoints/orders --partitions 16"),
+          new CliCommand(
               "migrate",
               "Move the state of a stopped query to another state store provider.",
               """

@@ -44,6 +44,7 @@ public final class StateShiftCli {
   private static final java.util.Set<String> SPARK_COMMANDS =
       java.util.Set.of(
           "repartition",
+          "prepare",
           "migrate",
           "inspect",
           "verify",
@@ -113,6 +114,7 @@ public final class StateShiftCli {
       outcome =
           switch (args.name()) {
             case "repartition" -> withSpark(args, spark -> repartition(spark, args));
+            case "prepare" -> withSpark(args, spark -> prepare(spark, args));
             case "migrate" -> withSpark(args, spark -> migrate(spark, args));
             case "rollback" -> withSpark(args, spark -> rollback(spark, args));
             case "verify" -> withSpark(args, spark -> verify(spark, args));
@@ -233,6 +235,41 @@ public final class StateShiftCli {
     return new Outcome(OK, text.toString(), json);
   }
 
+  private Outcome prepare(SparkSession spark, Invocation args) {
+    var action =
+        StateShift.get(spark)
+            .prepareState(args.value("checkpoint"))
+            .onProgress(message -> err.println("  " + message));
+    io.stateshift.PrepareResult result;
+    if (args.flag("cancel")) {
+      result = action.cancel();
+    } else {
+      if (!args.has("partitions")) {
+        throw new IllegalArgumentException(
+            "prepare needs --partitions <n> (or --cancel to remove the prepared layout)");
+      }
+      result = action.toPartitions(args.intValue("partitions", -1)).execute();
+    }
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("checkpoint", result.checkpoint());
+    json.put("removed", result.removed());
+    json.put("totalMillis", result.totalMillis());
+    if (result.prepared().isPresent()) {
+      io.stateshift.PrepareResult.Prepared p = result.prepared().get();
+      ObjectNode prepared = json.putObject("prepared");
+      prepared.put("id", p.id());
+      prepared.put("queryId", p.queryId());
+      prepared.put("preparedBatch", p.preparedBatch());
+      prepared.put("fromPartitions", p.fromPartitions());
+      prepared.put("toPartitions", p.toPartitions());
+      prepared.put("rows", p.rows());
+      prepared.put("bytes", p.bytes());
+    } else {
+      json.putNull("prepared");
+    }
+    return new Outcome(OK, result.toString(), json);
+  }
+
   private static void putResult(ObjectNode r, RepartitionResult result) {
     r.put("batchId", result.batchId());
     r.put("totalMillis", result.totalMillis());
@@ -243,6 +280,12 @@ public final class StateShiftCli {
     if (result.storeRequests() >= 0) {
       r.put("storeRequests", result.storeRequests());
     }
+    ObjectNode path = r.putObject("path");
+    path.put("name", result.path().name());
+    path.put("preparedBatch", result.path().preparedBatch());
+    path.put("lastCommittedBatch", result.path().lastCommittedBatch());
+    path.put("rowsReplayed", result.path().rowsReplayed());
+    path.put("reason", result.path().reason());
     ArrayNode stores = r.putArray("stores");
     for (RepartitionResult.StoreMove m : result.stores()) {
       ObjectNode s = stores.addObject();

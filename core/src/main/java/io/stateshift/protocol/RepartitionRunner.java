@@ -8,6 +8,7 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.OffsetLogEntry;
 import io.stateshift.checkpoint.PlacementCheck;
+import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.SessionSettings;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
@@ -87,6 +88,9 @@ public final class RepartitionRunner {
 
   /** The write path the staging job took, for the history record. */
   private String writePath;
+
+  /** Whether the staging job started from a prepared layout, and why not where one was not used. */
+  private RepartitionResult.StatePath statePath = RepartitionResult.StatePath.FULL;
 
   /** The attempt under way, once its journal is written, for a failure's history record. */
   private RepartitionJournal attempt;
@@ -334,7 +338,8 @@ public final class RepartitionRunner {
             HistoryLog.Actor.of(spark)));
     phases.put("finalize", System.currentTimeMillis() - phaseStart);
     return new RepartitionResult(
-        plan, moves, phases, journal.newBatch(), System.currentTimeMillis() - started);
+            plan, moves, phases, journal.newBatch(), System.currentTimeMillis() - started)
+        .withPath(statePath);
   }
 
   /**
@@ -495,6 +500,45 @@ public final class RepartitionRunner {
 
   private Redistribution.Outcome stage(StateLayout layout, RepartitionJournal journal) {
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
+    String notUsed = null;
+    if (targetProvider == null) {
+      PreparedLayouts.Choice choice = PreparedLayouts.choose(files, layout, target);
+      notUsed = choice.reason();
+      if (choice.manifest() != null) {
+        long prepared = choice.manifest().preparedBatch();
+        progress.accept(
+            "using the layout prepared at batch "
+                + prepared
+                + ": replaying batches "
+                + (prepared + 1)
+                + ".."
+                + layout.lastCommitted());
+        Redistribution replay =
+            SparkLines.get()
+                .preparedReplay(
+                    layout, choice.manifest(), journal.stagedDir(files).toString(), target);
+        try {
+          Redistribution.Outcome outcome = runStagingJob(replay, layout, journal);
+          statePath =
+              new RepartitionResult.StatePath(
+                  true, prepared, layout.lastCommitted(), replay.rowsReplayed(), null);
+          progress.accept(String.format("replayed %,d changes", replay.rowsReplayed()));
+          return outcome;
+        } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+          PreparedManifest.Rejected rejected = rejection(e);
+          if (rejected == null) {
+            throw e;
+          }
+          files.deleteQuietly(journal.stagedDir(files));
+          notUsed = rejected.getMessage();
+        }
+      }
+    }
+    if (notUsed != null) {
+      LOG.warn("Repartitioning {}: prepared layout not used: {}", files.root(), notUsed);
+      progress.accept("prepared layout not used: " + notUsed + "; moving all state");
+    }
+    statePath = new RepartitionResult.StatePath(false, -1, layout.lastCommitted(), 0, notUsed);
     Redistribution job =
         SparkLines.get()
             .redistribution(
@@ -503,6 +547,24 @@ public final class RepartitionRunner {
                 target,
                 targetProvider != null ? targetProvider : layout.provider());
     job.checkPlacement(placementChecks(layout));
+    return runStagingJob(job, layout, journal);
+  }
+
+  /** The prepared layout's refusal inside a failure of its job, if that is what failed it. */
+  private static PreparedManifest.Rejected rejection(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof PreparedManifest.Rejected r) {
+        return r;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Runs a staging job in the attempt's job group, with progress; waits out its tasks on failure.
+   */
+  private Redistribution.Outcome runStagingJob(
+      Redistribution job, StateLayout layout, RepartitionJournal journal) {
     String group = "stateshift-" + journal.attemptId();
     // On a query's own thread (the on-demand path) the thread's job group is the query's: keep it.
     java.util.Map<String, String> saved = new java.util.HashMap<>();
@@ -556,7 +618,7 @@ public final class RepartitionRunner {
    * key has a single column, which has no part to place by (Spark places a join's state by its
    * whole key under either setting).
    */
-  private static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
+  static Map<Integer, PlacementCheck.Mode> placementChecks(StateLayout layout) {
     if (!StateShiftConf.PLACEMENT_CHECK.onDriver()) {
       return Map.of(); // for measuring what the check costs (bench/README.md)
     }
@@ -832,6 +894,8 @@ public final class RepartitionRunner {
       }
     }
     files.deleteQuietly(journal.stagedDir(files));
+    // a prepared layout is of the old count: stale from here on
+    files.deleteQuietly(files.path(PreparedManifest.DIR));
     deleteIfEmpty(RepartitionJournal.attemptDir(files, journal.attemptId()));
     deleteIfEmpty(files.path(RepartitionJournal.DIR + "/attempts"));
     RepartitionHistory.record(files, journal);

@@ -111,6 +111,20 @@ public final class SparkLine42 implements SparkLine {
   }
 
   @Override
+  public Redistribution preparedReplay(
+      StateLayout layout,
+      io.stateshift.checkpoint.PreparedManifest prepared,
+      String stagingDir,
+      int newPartitions) {
+    return SparkState.preparedReplay(layout, prepared, stagingDir, newPartitions);
+  }
+
+  @Override
+  public List<String> sha256(SparkSession spark, Configuration conf, List<String> files) {
+    return SparkState.sha256(spark, conf, files);
+  }
+
+  @Override
   public SinkLog sinkLog(SparkSession spark, String location, Configuration conf) {
     return FileSinkLog.at(spark, location, conf);
   }

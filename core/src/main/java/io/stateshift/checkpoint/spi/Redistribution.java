@@ -31,4 +31,9 @@ public interface Redistribution {
 
   /** Runs the job: every new partition of every store staged, none published. */
   Outcome run(SparkSession spark);
+
+  /** After {@link #run}: the changes read from the logs and applied (a prepared layout's tail). */
+  default long rowsReplayed() {
+    return 0;
+  }
 }

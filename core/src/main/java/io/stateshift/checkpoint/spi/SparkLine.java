@@ -4,6 +4,7 @@ import com.codahale.metrics.MetricRegistry;
 import io.stateshift.RepartitionResult;
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
@@ -80,6 +81,17 @@ public interface SparkLine {
    */
   Redistribution redistribution(
       StateLayout layout, String stagingDir, int newPartitions, String writeProvider);
+
+  /**
+   * The job that brings a prepared layout ({@code stateshift prepare}) of the layout's stores from
+   * its batch to the layout's last committed batch, replaying the changes the batches in between
+   * logged, and writes the result under {@code stagingDir} as {@link #redistribution} would.
+   */
+  Redistribution preparedReplay(
+      StateLayout layout, PreparedManifest prepared, String stagingDir, int newPartitions);
+
+  /** The SHA-256 (lowercase hex) of each file, read by Spark tasks. */
+  List<String> sha256(SparkSession spark, Configuration conf, List<String> files);
 
   /** The log of the file sink writing to {@code location}. */
   SinkLog sinkLog(SparkSession spark, String location, Configuration conf);

@@ -219,6 +219,23 @@ final class DeltaChain {
     }
   }
 
+  /**
+   * Hands over the newest entry of every key, removals included (value length -1), in record order:
+   * the changes the chain's deltas make, as one put or removal per key.
+   */
+  void forEachNewest(EntryConsumer consumer) throws IOException {
+    for (int r = 0; r < records.length; r++) {
+      if ((newest[r >>> 6] & (1L << r)) == 0) {
+        continue;
+      }
+      byte[] delta = deltas[deltaOf(r)];
+      int keyOffset = keyOffset(r);
+      int keyLength = intAt(delta, keyOffset - 4);
+      int valueOffset = keyOffset + keyLength + 4;
+      consumer.accept(delta, keyOffset, keyLength, valueOffset, intAt(delta, valueOffset - 4));
+    }
+  }
+
   /** The slot in bucket {@code bucket}'s segment holding the key, or the empty one for it. */
   private int slotOf(int bucket, int hash, byte[] key, int offset, int length) {
     int base = bucket * (segmentMask + 1);

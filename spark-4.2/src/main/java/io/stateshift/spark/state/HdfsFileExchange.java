@@ -403,7 +403,7 @@ final class HdfsFileExchange {
   }
 
   /** A state file's decoder over its opened stream; one that cannot start is damage. */
-  private static DataInputStream decoding(InputStream raw, CompressionCodec codec, Path file)
+  static DataInputStream decoding(InputStream raw, CompressionCodec codec, Path file)
       throws IOException {
     try {
       return new DataInputStream(
@@ -416,8 +416,7 @@ final class HdfsFileExchange {
   }
 
   /** {@link #readEntry} on a state file: what does not decode is damage to it. */
-  private static boolean nextEntry(DataInputStream in, Path file, byte[][] entry)
-      throws IOException {
+  static boolean nextEntry(DataInputStream in, Path file, byte[][] entry) throws IOException {
     try {
       return readEntry(in, file, entry);
     } catch (IOException | RuntimeException e) {
@@ -466,7 +465,7 @@ final class HdfsFileExchange {
    * Staged files are read once by this job: on a local disk they skip Hadoop's checksum side files
    * (a CRC per 512 bytes written and read again).
    */
-  private static FileSystem withoutChecksumFiles(FileSystem fs) {
+  static FileSystem withoutChecksumFiles(FileSystem fs) {
     return fs instanceof LocalFileSystem local ? local.getRaw() : fs;
   }
 

@@ -86,4 +86,44 @@ public final class SparkState {
         storeConf.compressionCodec(),
         layout.checkpointIds());
   }
+
+  /** See {@link PreparedTailReplay}: the HDFS-backed store's tail replay. */
+  public static Redistribution preparedReplay(
+      StateLayout layout,
+      io.stateshift.checkpoint.PreparedManifest prepared,
+      String stagingDir,
+      int newPartitions) {
+    CheckpointFiles files = layout.checkpoint().files();
+    return new PreparedTailReplay(
+        files.root().toString(),
+        stagingDir,
+        files.conf(),
+        layout.stores(),
+        layout.partitions(),
+        newPartitions,
+        layout.lastCommitted(),
+        StateStores.storeConf(layout.storeConf()).compressionCodec(),
+        prepared);
+  }
+
+  /** The SHA-256 of each file, one Spark task per file. */
+  public static List<String> sha256(
+      SparkSession spark, org.apache.hadoop.conf.Configuration conf, List<String> paths) {
+    if (paths.isEmpty()) {
+      return List.of();
+    }
+    var jsc = org.apache.spark.api.java.JavaSparkContext.fromSparkContext(spark.sparkContext());
+    var shared = jsc.broadcast(new org.apache.spark.util.SerializableConfiguration(conf));
+    try {
+      return jsc.parallelize(paths, Math.min(paths.size(), Math.max(1, jsc.defaultParallelism())))
+          .map(
+              path -> {
+                org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(path);
+                return PreparedTailReplay.sha256(file.getFileSystem(shared.value().value()), file);
+              })
+          .collect();
+    } finally {
+      shared.destroy();
+    }
+  }
 }

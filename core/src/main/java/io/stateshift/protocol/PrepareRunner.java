@@ -1,0 +1,261 @@
+package io.stateshift.protocol;
+
+import io.stateshift.PrepareResult;
+import io.stateshift.StateShiftException;
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.PreparedManifest;
+import io.stateshift.checkpoint.SessionSettings;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.checkpoint.spi.SparkLines;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Consumer;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * {@code stateshift prepare}: writes the state of the last committed batch V in the new partition
+ * count under {@code _stateshift/prepared/<id>/}, while the query may be running. It takes no lock
+ * (a running query never waits for it), reads only state files Spark never rewrites (the snapshot
+ * and delta files of version V+1) and writes only under its own folder; the manifest is written
+ * last, then older prepared layouts are removed. See docs/protocol.md.
+ */
+public final class PrepareRunner {
+  private final SparkSession spark;
+  private final CheckpointFiles files;
+  private final int target;
+  private final Consumer<String> progress;
+
+  public PrepareRunner(
+      SparkSession spark, String checkpointLocation, int target, Consumer<String> progress) {
+    this.spark = spark;
+    this.files = CheckpointFiles.at(checkpointLocation, SessionSettings.hadoopConf(spark));
+    this.target = target;
+    this.progress = progress;
+  }
+
+  public PrepareResult execute() {
+    long started = System.currentTimeMillis();
+    Checkpoint checkpoint = Checkpoint.load(files);
+    if (target <= 0) {
+      throw new StateShiftException(
+          Reason.INVALID_PARTITION_COUNT,
+          "The partition count must be at least 1, got " + target + ".");
+    }
+    if (RepartitionJournal.read(files).isPresent()) {
+      throw new StateShiftException(
+          Reason.INTERRUPTED_REPARTITION,
+          "A repartition of "
+              + files.root()
+              + " is under way or was interrupted; finish it (run the same repartition again) "
+              + "before preparing another. Nothing was written.");
+    }
+    // a running query may have planned its next batch: the layout is the last committed one's
+    StateLayout layout = StateLayout.read(spark, checkpoint, true, true);
+    refuseUnsupported(layout);
+    long batch = layout.lastCommitted();
+    String id = "batch-" + batch + "-" + UUID.randomUUID();
+    Path dir = PreparedManifest.dir(files, id);
+    Path staged = PreparedManifest.stagedDir(files, id);
+    progress.accept(
+        "preparing batch "
+            + batch
+            + " for "
+            + target
+            + " partitions under "
+            + files.relativize(dir));
+    PreparedManifest manifest;
+    try {
+      Redistribution job = SparkLines.get().redistribution(layout, staged.toString(), target);
+      job.checkPlacement(RepartitionRunner.placementChecks(layout));
+      Redistribution.Outcome outcome = runJob(job, id);
+      manifest = manifest(layout, id, staged, outcome);
+      files.writeNew(new Path(dir, PreparedManifest.MANIFEST), manifest.toJson());
+    } catch (RuntimeException e) {
+      files.deleteQuietly(dir);
+      throw e;
+    }
+    int removed = removeAllBut(id);
+    return new PrepareResult(
+        files.root().toString(),
+        Optional.of(
+            new PrepareResult.Prepared(
+                id,
+                manifest.queryId(),
+                batch,
+                layout.partitions(),
+                target,
+                manifest.rows(),
+                manifest.stores().stream()
+                    .flatMap(s -> s.partitions().stream())
+                    .mapToLong(PreparedManifest.PartitionFile::bytes)
+                    .sum())),
+        removed,
+        System.currentTimeMillis() - started);
+  }
+
+  /** Removes every prepared layout of the checkpoint, finished or not. */
+  public PrepareResult cancel() {
+    long started = System.currentTimeMillis();
+    Checkpoint.load(files);
+    Path root = files.path(PreparedManifest.DIR);
+    int removed = files.exists(root) ? files.list(root).size() : 0;
+    files.deleteQuietly(root);
+    deleteIfEmpty(files.path(RepartitionJournal.DIR));
+    return new PrepareResult(
+        files.root().toString(), Optional.empty(), removed, System.currentTimeMillis() - started);
+  }
+
+  private void refuseUnsupported(StateLayout layout) {
+    if (layout.partitions() == target) {
+      throw new StateShiftException(
+          Reason.SAME_PARTITION_COUNT,
+          "The state of "
+              + files.root()
+              + " already has "
+              + target
+              + " partitions. Nothing to do.");
+    }
+    if (layout.rocksDb()
+        || layout.checkpointIdsEnabled()
+        || layout.stores().stream().anyMatch(StoreSpec::hasColumnFamilies)) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "prepare supports checkpoints on the HDFS-backed state store without column families; "
+              + files.root()
+              + " uses "
+              + layout.provider()
+              + ". Repartition it at the restart with stateshift repartition. Nothing was "
+              + "written.");
+    }
+  }
+
+  private Redistribution.Outcome runJob(Redistribution job, String id) {
+    String group = "stateshift-prepare-" + id;
+    java.util.Map<String, String> saved = new java.util.HashMap<>();
+    for (String key :
+        List.of("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")) {
+      saved.put(key, spark.sparkContext().getLocalProperty(key));
+    }
+    spark
+        .sparkContext()
+        .setJobGroup(group, "stateshift: prepare " + target + " partitions " + files.root(), false);
+    progress.accept("moving state: " + job.writeStrategy(spark));
+    try (JobProgress tasks = new JobProgress(spark, group, progress)) {
+      try {
+        return job.run(spark);
+      } catch (Exception e) { // Spark's job failures arrive as checked SparkExceptions too
+        tasks.cancelAndAwaitTasks(); // its files are removed next
+        throw e;
+      }
+    } finally {
+      saved.forEach((key, value) -> spark.sparkContext().setLocalProperty(key, value));
+    }
+  }
+
+  /** The manifest of the staged layout: its files' lengths, rows and SHA-256 per partition. */
+  private PreparedManifest manifest(
+      StateLayout layout, String id, Path staged, Redistribution.Outcome outcome) {
+    long version = layout.lastCommitted() + 2; // the version the redistribution writes
+    List<String> paths = new ArrayList<>();
+    for (StoreSpec spec : layout.stores()) {
+      long read = 0;
+      long written = 0;
+      for (Redistribution.PartitionCount c : outcome.read()) {
+        read += c.slot() == spec.slot() ? c.rows() : 0;
+      }
+      for (Redistribution.PartitionCount c : outcome.written()) {
+        written += c.slot() == spec.slot() ? c.rows() : 0;
+      }
+      if (read != written) {
+        throw new StateShiftException(
+            Reason.FAILED,
+            "Operator "
+                + spec.operatorId()
+                + " store "
+                + spec.storeName()
+                + ": read "
+                + read
+                + " rows but wrote "
+                + written
+                + "; nothing was prepared.");
+      }
+      for (int p = 0; p < target; p++) {
+        paths.add(new Path(new Path(staged, spec.dir(p)), version + ".snapshot").toString());
+      }
+    }
+    progress.accept("checking " + paths.size() + " prepared files");
+    List<String> digests = SparkLines.get().sha256(spark, files.conf(), paths);
+    List<PreparedManifest.Store> stores = new ArrayList<>();
+    int i = 0;
+    for (StoreSpec spec : layout.stores()) {
+      List<PreparedManifest.PartitionFile> partitions = new ArrayList<>();
+      for (int p = 0; p < target; p++, i++) {
+        Path file = new Path(paths.get(i));
+        long rows = 0;
+        for (Redistribution.PartitionCount c : outcome.written()) {
+          if (c.slot() == spec.slot() && c.partition() == p) {
+            rows = c.rows();
+          }
+        }
+        partitions.add(
+            new PreparedManifest.PartitionFile(
+                p, files.relativize(file), length(file), rows, digests.get(i)));
+      }
+      stores.add(
+          new PreparedManifest.Store(
+              spec.operatorId(),
+              spec.operatorName(),
+              spec.storeName(),
+              spec.keySchema().json(),
+              spec.valueSchema().json(),
+              partitions));
+    }
+    return new PreparedManifest(
+        PreparedManifest.FORMAT,
+        id,
+        layout.checkpoint().queryId(),
+        layout.lastCommitted(),
+        layout.partitions(),
+        target,
+        layout.provider(),
+        PreparedLayouts.codec(layout),
+        System.currentTimeMillis(),
+        stores);
+  }
+
+  private long length(Path file) {
+    try {
+      return files.fs().getFileStatus(file).getLen();
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read " + file + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Removes the prepared layouts other than {@code keep}; returns how many. */
+  private int removeAllBut(String keep) {
+    int removed = 0;
+    for (FileStatus status : files.list(files.path(PreparedManifest.DIR))) {
+      if (!status.getPath().getName().equals(keep)) {
+        files.deleteQuietly(status.getPath());
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  private void deleteIfEmpty(Path dir) {
+    if (files.exists(dir) && files.list(dir).isEmpty()) {
+      files.deleteQuietly(dir);
+    }
+  }
+}

@@ -1,0 +1,128 @@
+package io.stateshift.protocol;
+
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.PreparedManifest;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StoreSpec;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * Whether a repartition can start from the checkpoint's prepared layout: the same query, stores and
+ * schemas, the same old and new partition counts, a batch at or before the last committed one, its
+ * files as the manifest recorded them, and every delta file of the batches since still there.
+ */
+final class PreparedLayouts {
+  private PreparedLayouts() {}
+
+  /** A prepared layout to use, or why the one on record is not used (both null: none). */
+  record Choice(PreparedManifest manifest, String reason) {}
+
+  static Choice choose(CheckpointFiles files, StateLayout layout, int target) {
+    List<PreparedManifest> all = PreparedManifest.readAll(files);
+    if (all.isEmpty()) {
+      return new Choice(null, null);
+    }
+    PreparedManifest m = all.get(0);
+    String why = unusable(files, layout, target, m);
+    return why == null ? new Choice(m, null) : new Choice(null, why);
+  }
+
+  /** The compression codec the layout's state files are written with. */
+  static String codec(StateLayout layout) {
+    return layout.storeConf().getOrDefault(PreparedManifest.CODEC_CONF, "lz4");
+  }
+
+  private static String unusable(
+      CheckpointFiles files, StateLayout layout, int target, PreparedManifest m) {
+    String queryId = layout.checkpoint().queryId();
+    if (!m.queryId().equals(queryId)) {
+      return "it was prepared for query " + m.queryId() + ", the checkpoint's query is " + queryId;
+    }
+    if (m.toPartitions() != target) {
+      return "it was prepared for " + m.toPartitions() + " partitions, not " + target;
+    }
+    if (m.fromPartitions() != layout.partitions()) {
+      return "it was prepared from "
+          + m.fromPartitions()
+          + " partitions, the checkpoint now has "
+          + layout.partitions();
+    }
+    if (m.preparedBatch() > layout.lastCommitted()) {
+      return "it holds batch "
+          + m.preparedBatch()
+          + ", after the last committed batch "
+          + layout.lastCommitted();
+    }
+    if (!m.provider().equals(layout.provider())) {
+      return "it was prepared for the state store provider " + m.provider();
+    }
+    if (layout.rocksDb() || layout.checkpointIdsEnabled()) {
+      return "a prepared layout is replayed on the HDFS-backed state store only";
+    }
+    if (!m.compressionCodec().equals(codec(layout))) {
+      return "it was written with the codec "
+          + m.compressionCodec()
+          + ", the checkpoint's is "
+          + codec(layout);
+    }
+    if (m.stores().size() != layout.stores().size()) {
+      return "the query's stateful operators changed since it was prepared";
+    }
+    for (StoreSpec spec : layout.stores()) {
+      Optional<PreparedManifest.Store> store = m.store(spec);
+      if (store.isEmpty()
+          || !store.get().operatorName().equals(spec.operatorName())
+          || !store.get().keySchema().equals(spec.keySchema().json())
+          || !store.get().valueSchema().equals(spec.valueSchema().json())) {
+        return "operator "
+            + spec.operatorId()
+            + " store "
+            + spec.storeName()
+            + " changed since it was prepared (operator or schema)";
+      }
+      for (int p = 0; p < target; p++) {
+        int partition = p;
+        Optional<PreparedManifest.PartitionFile> file =
+            store.get().partitions().stream().filter(f -> f.partition() == partition).findFirst();
+        if (file.isEmpty()) {
+          return "it has no file for operator " + spec.operatorId() + " partition " + p;
+        }
+        Path path = files.path(file.get().file());
+        if (!files.exists(path) || length(files, path) != file.get().bytes()) {
+          return "its file " + file.get().file() + " is missing or changed";
+        }
+      }
+      for (int p = 0; p < layout.partitions(); p++) {
+        Set<String> names = new HashSet<>();
+        for (FileStatus status : files.list(files.path(spec.dir(p)))) {
+          names.add(status.getPath().getName());
+        }
+        for (long v = m.preparedBatch() + 2; v <= layout.lastCommitted() + 1; v++) {
+          if (!names.contains(v + ".delta")) {
+            return "the state file "
+                + spec.dir(p)
+                + "/"
+                + v
+                + ".delta of batch "
+                + (v - 1)
+                + " is gone (the store's maintenance removes old files)";
+          }
+        }
+      }
+    }
+    return null;
+  }
+
+  private static long length(CheckpointFiles files, Path path) {
+    try {
+      return files.fs().getFileStatus(path).getLen();
+    } catch (java.io.IOException e) {
+      return -1;
+    }
+  }
+}

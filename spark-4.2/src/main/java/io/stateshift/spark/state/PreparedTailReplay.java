@@ -1,0 +1,326 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.checkpoint.PlacementCheck;
+import io.stateshift.checkpoint.PreparedManifest;
+import io.stateshift.checkpoint.StateFileDamage;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.protocol.FailPoints;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.io.CompressionCodec;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.rdd.ShuffledRDD;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.util.LongAccumulator;
+import org.apache.spark.util.SerializableConfiguration;
+import scala.Tuple2;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
+
+/**
+ * Brings a prepared layout of the HDFS-backed store (the state of batch V in the new partition
+ * count) up to the last committed batch L: one task per old (store, partition) reads the delta
+ * files of state versions V+2..L+1 (batches V+1..L), keeps the newest entry of each key, a put or a
+ * removal ({@link DeltaChain}), and sends it to its new partition with the repartition's placement
+ * ({@link StateStores.KeyPlacement}); one task per new (store, partition) streams its prepared
+ * snapshot, checks its rows and SHA-256 against the manifest, leaves out the keys the tail changed,
+ * adds the tail's puts and writes version L+2 into the attempt's staging folder, as the full path
+ * would.
+ *
+ * <p>A key lives in one old partition, so the tails of different old partitions never touch the
+ * same key, and applying each key's newest entry is applying the batches in order.
+ */
+final class PreparedTailReplay implements Redistribution, Serializable {
+  private static final byte PUT = 1;
+  private static final byte REMOVE = 0;
+  private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
+  private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
+
+  private record SourceTask(int slot, int partition) implements Serializable {}
+
+  private final String checkpointRoot;
+  private final String stagingRoot;
+  private final transient SerializableConfiguration driverConf;
+  private Broadcast<SerializableConfiguration> sharedConf;
+  private final List<StoreSpec> stores;
+  private final int oldPartitions;
+  private final int newPartitions;
+  private final long lastCommitted;
+  private final String codecName;
+  private final PreparedManifest manifest;
+  private LongAccumulator replayed;
+  private transient long rowsReplayed;
+
+  PreparedTailReplay(
+      String checkpointRoot,
+      String stagingRoot,
+      Configuration hadoopConf,
+      List<StoreSpec> stores,
+      int oldPartitions,
+      int newPartitions,
+      long lastCommitted,
+      String codecName,
+      PreparedManifest manifest) {
+    this.checkpointRoot = checkpointRoot;
+    this.stagingRoot = stagingRoot;
+    this.driverConf = new SerializableConfiguration(hadoopConf);
+    this.stores = List.copyOf(stores);
+    this.oldPartitions = oldPartitions;
+    this.newPartitions = newPartitions;
+    this.lastCommitted = lastCommitted;
+    this.codecName = codecName;
+    this.manifest = manifest;
+  }
+
+  private Configuration conf() {
+    return sharedConf != null ? sharedConf.value().value() : driverConf.value();
+  }
+
+  @Override
+  public Redistribution checkPlacement(Map<Integer, PlacementCheck.Mode> modes) {
+    return this; // the prepared keys were checked when the layout was prepared
+  }
+
+  @Override
+  public String writeStrategy(SparkSession spark) {
+    return "prepared-tail-replay (prepared at batch "
+        + manifest.preparedBatch()
+        + ", batches "
+        + (manifest.preparedBatch() + 1)
+        + ".."
+        + lastCommitted
+        + " replayed from the delta files)";
+  }
+
+  @Override
+  public long rowsReplayed() {
+    return rowsReplayed;
+  }
+
+  @Override
+  public Outcome run(SparkSession spark) {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    sharedConf = jsc.broadcast(driverConf);
+    replayed = jsc.sc().longAccumulator("stateshift.rowsReplayed");
+    try {
+      List<SourceTask> sources = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        for (int p = 0; p < oldPartitions; p++) {
+          sources.add(new SourceTask(store.slot(), p));
+        }
+      }
+      RDD<Tuple2<byte[], Object>> tagged =
+          jsc.parallelize(sources, sources.size()).flatMap(this::readTail).rdd();
+      ShuffledRDD<byte[], Object, Object> shuffled =
+          new ShuffledRDD<>(
+              tagged,
+              new StateRecords.TargetPartitioner(stores.size() * newPartitions),
+              BYTES,
+              OBJECT,
+              OBJECT);
+      shuffled.setSerializer(new RawRecordSerializer());
+      List<PartitionCount> written =
+          shuffled.toJavaRDD().mapPartitionsWithIndex(this::write, false).collect();
+      rowsReplayed = replayed.value();
+      // the rows each new partition must hold: its prepared rows, minus the keys the tail
+      // changed, plus the tail's puts, counted as they were applied
+      return new Outcome(List.copyOf(written), List.copyOf(written), List.of());
+    } finally {
+      sharedConf.destroy();
+      sharedConf = null;
+    }
+  }
+
+  /** The newest entry of every key the tail changed in one old partition, tagged by target. */
+  private Iterator<Tuple2<byte[], Object>> readTail(SourceTask task) throws IOException {
+    StoreSpec spec = stores.get(task.slot());
+    Path dir = new Path(checkpointRoot, spec.dir(task.partition()));
+    FileSystem fs = dir.getFileSystem(conf());
+    List<Path> deltas = new ArrayList<>();
+    for (long v = lastCommitted + 1; v >= manifest.preparedBatch() + 2; v--) {
+      deltas.add(new Path(dir, v + ".delta"));
+    }
+    List<Tuple2<byte[], Object>> out = new ArrayList<>();
+    if (deltas.isEmpty()) {
+      return out.iterator();
+    }
+    CompressionCodec codec = HdfsFileExchange.codec(codecName);
+    DeltaChain chain;
+    try {
+      chain = DeltaChain.read(fs, deltas, codec);
+    } catch (StateFileDamage.DamagedFile e) {
+      throw StateFileDamage.refusal(checkpointRoot, e);
+    }
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    UnsafeRow keyRow = new UnsafeRow(spec.keySchema().length());
+    int firstTarget = spec.slot() * newPartitions;
+    chain.forEachNewest(
+        (data, keyOffset, keyLength, valueOffset, valueLength) -> {
+          keyRow.pointTo(data, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
+          int target =
+              firstTarget + StateStores.KeyPlacement.pmod(placement.hash(keyRow), newPartitions);
+          byte[] key = Arrays.copyOfRange(data, keyOffset, keyOffset + keyLength);
+          byte[] value;
+          if (valueLength < 0) {
+            value = new byte[] {REMOVE};
+          } else {
+            value = new byte[valueLength + 1];
+            value[0] = PUT;
+            System.arraycopy(data, valueOffset, value, 1, valueLength);
+          }
+          out.add(new Tuple2<>(StateRecords.pack(target, key, value), null));
+        });
+    replayed.add(out.size());
+    return out.iterator();
+  }
+
+  /** Writes one new partition: its prepared snapshot with the tail applied, as version L+2. */
+  private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> records)
+      throws IOException {
+    StoreSpec spec = stores.get(target / newPartitions);
+    int partition = target % newPartitions;
+    if (target == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task");
+    }
+    Map<ByteBuffer, byte[]> tail = new HashMap<>();
+    while (records.hasNext()) {
+      byte[] record = records.next()._1();
+      int keyLength = StateRecords.keyLength(record);
+      int valueOffset = StateRecords.valueOffset(record);
+      byte[] key = Arrays.copyOfRange(record, StateRecords.HEADER, StateRecords.HEADER + keyLength);
+      byte[] value =
+          record[valueOffset] == PUT
+              ? Arrays.copyOfRange(record, valueOffset + 1, record.length)
+              : null;
+      tail.put(ByteBuffer.wrap(key), value);
+    }
+    PreparedManifest.PartitionFile prepared = preparedFile(spec, partition);
+    Path preparedPath = new Path(checkpointRoot, prepared.file());
+    Path out =
+        new Path(new Path(stagingRoot, spec.dir(partition)), (lastCommitted + 2) + ".snapshot");
+    CompressionCodec codec = HdfsFileExchange.codec(codecName);
+    FileSystem fs = preparedPath.getFileSystem(conf());
+    FileSystem outFs = out.getFileSystem(conf());
+    long preparedRows = 0;
+    long rows = 0;
+    long bytes = 0;
+    String digest;
+    try (HdfsFileExchange.SnapshotWriter writer =
+        new HdfsFileExchange.SnapshotWriter(outFs, out, codec)) {
+      MessageDigest sha = sha256();
+      InputStream raw;
+      try {
+        raw = fs.open(preparedPath);
+      } catch (IOException e) {
+        throw rejected(prepared, "cannot be opened: " + e.getMessage(), e);
+      }
+      DigestInputStream digesting = new DigestInputStream(raw, sha);
+      try (DataInputStream in = HdfsFileExchange.decoding(digesting, codec, preparedPath)) {
+        byte[][] entry = new byte[2][];
+        while (HdfsFileExchange.nextEntry(in, preparedPath, entry)) {
+          preparedRows++;
+          if (entry[1] != null && !tail.containsKey(ByteBuffer.wrap(entry[0]))) {
+            writer.append(entry[0], 0, entry[0].length, entry[1], 0, entry[1].length);
+            rows++;
+            bytes += entry[0].length + entry[1].length;
+          }
+        }
+        byte[] rest = new byte[1 << 16];
+        while (digesting.read(rest) >= 0) {
+          // the bytes after the end marker count for the digest too
+        }
+      } catch (StateFileDamage.DamagedFile e) {
+        throw rejected(prepared, "is damaged: " + e.getMessage(), e);
+      }
+      digest = HexFormat.of().formatHex(sha.digest());
+      for (Map.Entry<ByteBuffer, byte[]> change : tail.entrySet()) {
+        if (change.getValue() != null) {
+          byte[] key = change.getKey().array();
+          byte[] value = change.getValue();
+          writer.append(key, 0, key.length, value, 0, value.length);
+          rows++;
+          bytes += key.length + value.length;
+        }
+      }
+    }
+    if (preparedRows != prepared.rows() || !digest.equals(prepared.sha256())) {
+      outFs.delete(out, false);
+      throw rejected(
+          prepared,
+          "holds "
+              + preparedRows
+              + " rows with SHA-256 "
+              + digest
+              + ", its manifest recorded "
+              + prepared.rows()
+              + " rows with SHA-256 "
+              + prepared.sha256(),
+          null);
+    }
+    return List.of(new PartitionCount(spec.slot(), partition, rows, bytes, null)).iterator();
+  }
+
+  private PreparedManifest.PartitionFile preparedFile(StoreSpec spec, int partition) {
+    return manifest
+        .store(spec)
+        .flatMap(s -> s.partitions().stream().filter(f -> f.partition() == partition).findFirst())
+        .orElseThrow(
+            () ->
+                new PreparedManifest.Rejected(
+                    "the prepared layout has no file for operator "
+                        + spec.operatorId()
+                        + " store "
+                        + spec.storeName()
+                        + " partition "
+                        + partition));
+  }
+
+  private static PreparedManifest.Rejected rejected(
+      PreparedManifest.PartitionFile file, String problem, Throwable cause) {
+    return new PreparedManifest.Rejected("the prepared file " + file.file() + " " + problem, cause);
+  }
+
+  static MessageDigest sha256() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The SHA-256 of a file's bytes, as lowercase hex. */
+  static String sha256(FileSystem fs, Path file) {
+    MessageDigest sha = sha256();
+    byte[] buffer = new byte[1 << 16];
+    try (InputStream in = fs.open(file)) {
+      for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+        sha.update(buffer, 0, n);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read " + file + ": " + e.getMessage(), e);
+    }
+    return HexFormat.of().formatHex(sha.digest());
+  }
+}

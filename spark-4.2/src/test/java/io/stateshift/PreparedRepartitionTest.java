@@ -1,0 +1,264 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A repartition that starts from a layout prepared earlier ({@code prepare}, possibly while the
+ * query ran) and replays the batches committed since must leave a checkpoint whose restarted query
+ * writes exactly what an uninterrupted run writes; where the prepared layout cannot be used, the
+ * full path runs and says why. A windowed count on the HDFS-backed store: the batches after the
+ * prepared one add windows, update counts and evict windows behind the watermark.
+ */
+class PreparedRepartitionTest {
+  private static final int FILES_BEFORE = 2;
+  private static final int FILES_TAIL = 3;
+  private static final int FILES_AFTER = 2;
+  private static final int ALL_FILES = FILES_BEFORE + FILES_TAIL + FILES_AFTER;
+  private static final int ROWS = 300;
+  private static final int DEVICES = 40;
+  private static final StatefulQueries QUERY = StatefulQueries.WINDOWED_COUNT;
+
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  @Test
+  void preparedWhileRunningThenTailReplayedWritesTheUninterruptedOutput() throws Exception {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+
+    // prepare while the query runs its next batches
+    long before = lastCommitted(checkpoint);
+    write(run, FILES_BEFORE, FILES_TAIL);
+    CompletableFuture<PrepareResult> prepared =
+        CompletableFuture.supplyAsync(
+            () -> {
+              awaitFile(checkpoint.resolve("commits/" + (before + 1)));
+              return StateShift.get(spark)
+                  .prepareState(checkpoint.toString())
+                  .toPartitions(6)
+                  .execute();
+            });
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    PrepareResult prepare = prepared.get();
+    assertThat(prepare.prepared()).isPresent();
+    long v = prepare.prepared().get().preparedBatch();
+    long last = lastCommitted(checkpoint);
+    assertThat(v).isBetween(before + 1, last);
+    assertNothingOutsidePrepared(checkpoint);
+
+    RepartitionResult result = repartition(checkpoint, 6);
+    assertThat(result.path().prepared()).isTrue();
+    assertThat(result.path().preparedBatch()).isEqualTo(v);
+    assertThat(result.path().lastCommittedBatch()).isEqualTo(last);
+    if (v < last) {
+      assertThat(result.path().rowsReplayed()).isPositive();
+    }
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), 6);
+
+    finishAndCompare(run, checkpoint, sink);
+  }
+
+  @Test
+  void preparedWhileStoppedThenMovedForwardIsUsed() {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    PrepareResult first = prepare(checkpoint, 3);
+    write(run, FILES_BEFORE, 1);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    PrepareResult second = prepare(checkpoint, 3); // moves V forward, replacing the first
+    assertThat(second.removed()).isEqualTo(1);
+    assertThat(second.prepared().get().preparedBatch())
+        .isGreaterThan(first.prepared().get().preparedBatch());
+    write(run, FILES_BEFORE + 1, FILES_TAIL - 1);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+
+    RepartitionResult result = repartition(checkpoint, 3);
+    assertThat(result.path().prepared()).isTrue();
+    assertThat(result.path().preparedBatch()).isEqualTo(second.prepared().get().preparedBatch());
+    assertThat(result.path().lastCommittedBatch()).isEqualTo(result.plan().lastCommittedBatch());
+    assertThat(result.path().rowsReplayed()).isPositive();
+    finishAndCompare(run, checkpoint, sink);
+  }
+
+  @Test
+  void otherCountOrOtherQueryFallsBackToTheFullPath() throws IOException {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    prepare(checkpoint, 6);
+
+    // another query over the same input, given this checkpoint's prepared layout
+    Path other = tmp.resolve("other-checkpoint");
+    run.runAvailable(QUERY, other, tmp.resolve("other-sink"), StateStores.HDFS.withPartitions(4));
+    copyTree(checkpoint.resolve("_stateshift/prepared"), other.resolve("_stateshift/prepared"));
+    RepartitionResult otherResult = repartition(other, 6);
+    assertThat(otherResult.path().prepared()).isFalse();
+    assertThat(otherResult.path().reason()).contains("prepared for query");
+
+    write(run, FILES_BEFORE, FILES_TAIL);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    RepartitionResult result = repartition(checkpoint, 5); // not the prepared count
+    assertThat(result.path().prepared()).isFalse();
+    assertThat(result.path().reason()).contains("prepared for 6 partitions, not 5");
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    finishAndCompare(run, checkpoint, sink);
+  }
+
+  @Test
+  void damagedPreparedFileFallsBackAndCancelRemovesTheLayout() throws IOException {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    prepare(checkpoint, 6);
+    PrepareResult cancelled = StateShift.get(spark).prepareState(checkpoint.toString()).cancel();
+    assertThat(cancelled.removed()).isEqualTo(1);
+    assertThat(checkpoint.resolve("_stateshift")).doesNotExist();
+
+    prepare(checkpoint, 6);
+    // same length, other bytes: only the digest can tell
+    Path file;
+    try (Stream<Path> walk = Files.walk(checkpoint.resolve("_stateshift/prepared"))) {
+      file =
+          walk.filter(p -> p.toString().endsWith(".snapshot"))
+              .filter(p -> p.toFile().length() > 40)
+              .findFirst()
+              .orElseThrow();
+    }
+    byte[] bytes = Files.readAllBytes(file);
+    bytes[bytes.length / 2] ^= 0x55;
+    Files.write(file, bytes);
+    Files.deleteIfExists(file.resolveSibling("." + file.getFileName() + ".crc"));
+    write(run, FILES_BEFORE, FILES_TAIL);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+
+    RepartitionResult result = repartition(checkpoint, 6);
+    assertThat(result.path().prepared()).isFalse();
+    assertThat(result.path().reason()).contains("prepared file");
+    finishAndCompare(run, checkpoint, sink);
+  }
+
+  // ---- helpers ----
+
+  private PrepareResult prepare(Path checkpoint, int partitions) {
+    PrepareResult result =
+        StateShift.get(spark)
+            .prepareState(checkpoint.toString())
+            .toPartitions(partitions)
+            .execute();
+    assertThat(result.prepared()).isPresent();
+    assertThat(result.prepared().get().rows()).isPositive();
+    return result;
+  }
+
+  private RepartitionResult repartition(Path checkpoint, int partitions) {
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(partitions)
+            .execute();
+    assertThat(result.toPartitions()).isEqualTo(partitions);
+    assertThat(result.stores())
+        .allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    return result;
+  }
+
+  private static void write(StreamRun run, int first, int count) {
+    for (int i = first; i < first + count; i++) {
+      run.writeEvents(i, ROWS, DEVICES);
+    }
+  }
+
+  /** The rest of the input on the new layout, then the sink against an uninterrupted run. */
+  private void finishAndCompare(StreamRun run, Path checkpoint, Path sink) {
+    write(run, FILES_BEFORE + FILES_TAIL, FILES_AFTER);
+    run.writeFlush(ALL_FILES);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
+  }
+
+  private List<String> oracle() {
+    Path dir = tmp.resolve("oracle");
+    StreamRun run = new StreamRun(spark, dir.resolve("input"));
+    write(run, 0, ALL_FILES);
+    run.writeFlush(ALL_FILES);
+    run.runAvailable(
+        QUERY, dir.resolve("checkpoint"), dir.resolve("sink"), StateStores.HDFS.withPartitions(5));
+    List<String> rows = run.sinkRows(dir.resolve("sink"), QUERY);
+    assertThat(rows).isNotEmpty();
+    return rows;
+  }
+
+  /** Prepare writes only under _stateshift/prepared/ (and nothing of its own remains elsewhere). */
+  private static void assertNothingOutsidePrepared(Path checkpoint) throws IOException {
+    try (Stream<Path> walk = Files.walk(checkpoint.resolve("_stateshift"))) {
+      assertThat(walk.filter(Files::isRegularFile).map(checkpoint::relativize))
+          .allSatisfy(p -> assertThat(p.toString()).startsWith("_stateshift/prepared/"));
+    }
+  }
+
+  private static long lastCommitted(Path checkpoint) throws IOException {
+    try (Stream<Path> files = Files.list(checkpoint.resolve("commits"))) {
+      return files
+          .map(p -> p.getFileName().toString())
+          .filter(n -> n.matches("\\d+"))
+          .mapToLong(Long::parseLong)
+          .max()
+          .orElse(-1);
+    }
+  }
+
+  private static void awaitFile(Path file) {
+    long deadline = System.currentTimeMillis() + 60_000;
+    while (!Files.exists(file) && System.currentTimeMillis() < deadline) {
+      sleep(20);
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> walk = Files.walk(from)) {
+      for (Path p : walk.toList()) {
+        Path target = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target);
+        }
+      }
+    }
+  }
+}
