@@ -61,8 +61,9 @@ public class ResultsTable {
     table.append("| case | from->to | results file | stateshift s | built-in s | built-in / "
         + "stateshift | floor s | stateshift / floor | cold stateshift s | cold built-in s | cold "
         + "built-in / stateshift | on-demand restart s (plain restart s) | stateshift peak heap "
-        + "MB (-Xmx) | stateshift rows/s | ms per store above floor |\n");
-    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        + "MB (-Xmx) | stateshift rows/s | ms per store above floor | migrate to the other provider s "
+        + "(migrate / stateshift) |\n");
+    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Row r : rows) {
       table.append("| ").append(String.join(" | ", r.cells())).append(" |\n");
     }
@@ -113,6 +114,10 @@ public class ResultsTable {
         ? seconds(m.path("ondemand").path("minMillis")) + " ("
             + seconds(m.path("restart").path("minMillis")) + ")"
         : "-";
+    String migrate = m.has("migrate") && m.path("migrate").has("minMillis")
+        ? seconds(m.path("migrate").path("minMillis")) + " ("
+            + ratio(ratios.path("migrate/stateshift")) + ")"
+        : "-";
     String heap = m.has("stateshift")
         ? (m.path("stateshift").path("maxHeapPeakBytes").asLong() >> 20) + " (" + heapMb + ")"
         : "-";
@@ -137,7 +142,8 @@ public class ResultsTable {
         c.path("stateshiftMsPerStoreAboveFloor").isNumber()
             ? String.format(Locale.ROOT, "%.1f",
                 c.path("stateshiftMsPerStoreAboveFloor").asDouble())
-            : "-"};
+            : "-",
+        migrate};
   }
 
   private static String minMedian(JsonNode method) {

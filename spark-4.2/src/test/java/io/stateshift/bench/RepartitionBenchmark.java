@@ -156,7 +156,8 @@ public final class RepartitionBenchmark {
         --repeat 3                   timed runs per method (min and median reported)
         --methods stateshift,builtin,replay,floor   also: unchecked (stateshift without the
                                      placement check), ondemand,restart (restart the query
-                                     with spark.sql.streaming.stateStore.partitions set / unset)
+                                     with spark.sql.streaming.stateStore.partitions set / unset),
+                                     migrate (stateshift migrate to the other provider)
         --cold                       also time fresh processes: ./stateshift repartition vs the
                                      built-in runner in a fresh java (slow)
         --cold-heap 2g               -Xmx of the cold processes (./stateshift's default)
@@ -434,6 +435,7 @@ public final class RepartitionBenchmark {
               switch (method) {
                 case Results.STATESHIFT -> timeStateshift(c, master, rowsBefore);
                 case Results.UNCHECKED -> timeWithoutPlacementCheck(c, master, rowsBefore);
+                case Results.MIGRATE -> timeMigrate(c, provider, master, rowsBefore);
                 case Results.BUILTIN -> timeBuiltin(c, shape, master, rowsBefore);
                 case Results.REPLAY -> timeReplay(c, shape, provider, input);
                 case Results.FLOOR -> timeFloor(c, master);
@@ -535,6 +537,55 @@ public final class RepartitionBenchmark {
     if (problem != null) {
       throw new CorrectnessFailure(
           "stateshift "
+              + c.from
+              + "->"
+              + c.to
+              + " on "
+              + copy
+              + ": "
+              + problem
+              + " (copy kept for inspection)");
+    }
+    Dirs.delete(copy);
+    return run;
+  }
+
+  /** stateshift moving the state to the other provider, with the case's partition change. */
+  private Results.Run timeMigrate(
+      Results.Case c, Workload.Provider provider, Path master, Map<String, Long> rowsBefore) {
+    String target = provider.rocksDb ? "hdfs" : "rocksdb";
+    Path copy = freshCopy(master);
+    Results.Run run = new Results.Run();
+    RepartitionResult result;
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      result =
+          shift
+              .migrateState(copy.toString())
+              .toProvider(target)
+              .toPartitions(c.to)
+              .assumeStopped()
+              .execute();
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+    }
+    run.phases = new LinkedHashMap<>(result.phaseMillis());
+    run.check.put("provider", target);
+    String problem =
+        result.rowsMoved() != c.rowsBefore
+            ? "reported " + result.rowsMoved() + " rows moved of " + c.rowsBefore
+            : check(copy, c.to, rowsBefore, run);
+    String providerAfter = shift.inspect(copy.toString()).stateStoreProvider();
+    if (problem == null
+        && !providerAfter.contains(target.equals("hdfs") ? "HDFSBacked" : "RocksDB")) {
+      problem = "inspect reports the provider " + providerAfter + ", expected " + target;
+    }
+    if (problem != null) {
+      throw new CorrectnessFailure(
+          "migrate to "
+              + target
+              + " "
               + c.from
               + "->"
               + c.to

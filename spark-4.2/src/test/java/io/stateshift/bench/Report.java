@@ -72,6 +72,10 @@ final class Report {
     if (onDemand) {
       header.addAll(List.of("5 on-demand restart s", "6 plain restart s", "(5-6)/1"));
     }
+    boolean migrate = cases.stream().anyMatch(c -> c.methods.containsKey(Results.MIGRATE));
+    if (migrate) {
+      header.addAll(List.of("7 migrate to the other provider s", "7/1"));
+    }
     if (cold) {
       header.addAll(List.of("cold 1 s", "cold 2 s", "cold 2/1"));
     }
@@ -111,6 +115,10 @@ final class Report {
                 time(c, Results.ONDEMAND),
                 time(c, Results.RESTART),
                 ratio(c.onDemandOverCommand())));
+      }
+      if (migrate) {
+        cells.addAll(
+            List.of(time(c, Results.MIGRATE), ratio(c.ratio(Results.MIGRATE, Results.STATESHIFT))));
       }
       if (cold) {
         cells.addAll(

@@ -28,9 +28,15 @@ final class Results {
    */
   static final String UNCHECKED = "unchecked";
 
+  /**
+   * stateshift's migration to the other state store provider (HDFS-backed and RocksDB) with the
+   * same partition change: beside {@link #STATESHIFT} in one run, what changing the provider costs.
+   */
+  static final String MIGRATE = "migrate";
+
   static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
   static final List<String> ALL_WARM =
-      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART, UNCHECKED);
+      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART, UNCHECKED, MIGRATE);
 
   /** One timed run of one method. */
   static final class Run {
@@ -202,6 +208,7 @@ final class Results {
       ratios.put("coldBuiltin/coldStateshift", finite(ratio(COLD_BUILTIN, COLD_STATESHIFT)));
       ratios.put("(ondemand-restart)/stateshift", finite(onDemandOverCommand()));
       ratios.put("stateshift/unchecked", finite(ratio(STATESHIFT, UNCHECKED)));
+      ratios.put("migrate/stateshift", finite(ratio(MIGRATE, STATESHIFT)));
       m.put("ratiosOfMin", ratios);
       m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
       m.put("storesPerPartition", storesPerPartition);
