@@ -10,6 +10,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -40,14 +41,17 @@ class CheckpointFormatV2Test {
 
   @TempDir Path tmp;
 
+  /** By default an increase and a decrease, each store, two operators; all under -Pextended. */
   static Stream<Arguments> matrix() {
-    return Stream.of(
-        Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB, 4, 8),
-        Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB, 8, 3),
-        Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 4, 8),
-        Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 8, 3),
-        Arguments.of(
-            StatefulQueries.DEDUP_THEN_WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 3, 5));
+    return TestSets.subset(
+        List.of(
+            Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB, 4, 8),
+            Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB, 8, 3),
+            Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 4, 8),
+            Arguments.of(StatefulQueries.WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 8, 3),
+            Arguments.of(
+                StatefulQueries.DEDUP_THEN_WINDOWED_COUNT, StateStores.ROCKSDB_CHANGELOG, 3, 5)),
+        i -> i != 1 && i != 2);
   }
 
   static Map<String, String> v2(StateStores store, int partitions) {

@@ -12,6 +12,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -70,14 +71,10 @@ class CrashSafetyTest {
 
   private long caseStarted;
 
+  /** Every write step; on both stores under -Pextended, else the stores take turns. */
   static Stream<Arguments> killPoints() {
-    List<Arguments> out = new ArrayList<>();
-    for (StateStores store : List.of(StateStores.ROCKSDB_CHANGELOG, StateStores.HDFS)) {
-      for (String point : FailPoints.ALL) {
-        out.add(Arguments.of(store, point));
-      }
-    }
-    return out.stream();
+    return TestSets.everyStep(
+        List.of(StateStores.ROCKSDB_CHANGELOG, StateStores.HDFS), FailPoints.ALL);
   }
 
   @ParameterizedTest(name = "SIGKILL at {1} on {0}")

@@ -9,6 +9,7 @@ import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
+import io.stateshift.testing.TestSets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -62,7 +63,8 @@ class OperatorOracleTest {
 
   /**
    * Every operator on the HDFS-backed store and on RocksDB (with or without changelog
-   * checkpointing, alternating), each repartitioned up and then down on one checkpoint.
+   * checkpointing, alternating), each repartitioned up and then down on one checkpoint. By default
+   * every operator once, the two stores taking turns; both under -Pextended.
    */
   static Stream<Arguments> scenarios() {
     String session = "spark.sql.streaming.sessionWindow.stateFormatVersion";
@@ -111,7 +113,9 @@ class OperatorOracleTest {
               JOIN_FORMAT,
               "2"));
     }
-    return out.stream();
+    int operators = out.size() / 2;
+    // case i is operator i % operators on the HDFS-backed store (first half) or RocksDB
+    return TestSets.subset(out, i -> (i % operators) % 2 == i / operators);
   }
 
   static final int FIRST = 3;

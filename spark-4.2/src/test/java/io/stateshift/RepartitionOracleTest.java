@@ -6,6 +6,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,7 +37,10 @@ class RepartitionOracleTest {
 
   @TempDir Path tmp;
 
-  /** Every query on every store; each case first increases, then decreases the count. */
+  /**
+   * Every query on every store under -Pextended; by default every query once, the stores taking
+   * turns. Each case first increases, then decreases the count.
+   */
   static Stream<Arguments> matrix() {
     List<Arguments> out = new ArrayList<>();
     for (StatefulQueries query : StatefulQueries.values()) {
@@ -44,7 +48,9 @@ class RepartitionOracleTest {
         out.add(Arguments.of(query, store, 4, 8, 3));
       }
     }
-    return out.stream();
+    int stores = StateStores.values().length;
+    // case i is query i / stores on store i % stores: the diagonal, wrapping round the stores
+    return TestSets.subset(out, i -> i % stores == (i / stores) % stores);
   }
 
   /**

@@ -6,6 +6,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
@@ -29,11 +30,14 @@ class WideFileExchangeTest {
 
   @TempDir Path tmp;
 
+  /** RocksDB 200 -> 64 runs under -Pextended only: 20 -> 7 takes the same path. */
   static Stream<Arguments> cases() {
-    return Stream.of(
-        Arguments.of(StateStores.ROCKSDB, 20, 7, "rocksdb-sst-exchange"),
-        Arguments.of(StateStores.ROCKSDB, 200, 64, "rocksdb-sst-exchange"),
-        Arguments.of(StateStores.HDFS, 200, 64, "hdfs-file-exchange"));
+    return TestSets.subset(
+        List.of(
+            Arguments.of(StateStores.ROCKSDB, 20, 7, "rocksdb-sst-exchange"),
+            Arguments.of(StateStores.ROCKSDB, 200, 64, "rocksdb-sst-exchange"),
+            Arguments.of(StateStores.HDFS, 200, 64, "hdfs-file-exchange")),
+        i -> i != 1);
   }
 
   @ParameterizedTest(name = "{0}: {1} -> {2} partitions")
