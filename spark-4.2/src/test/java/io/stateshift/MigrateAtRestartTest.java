@@ -29,6 +29,8 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.apache.spark.sql.streaming.Trigger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Migration at restart, by conf alone: a query restarted with StateShiftExtensions, another state
@@ -107,11 +109,14 @@ class MigrateAtRestartTest {
 
   /**
    * A batch that was planned but failed in the sink before the restart completes first, as planned,
-   * on the old provider and count; then the state moves to RocksDB and 6 partitions in one pass,
-   * and the same run continues on them. The sink overwrites a batch's folder: exactly once.
+   * on the old provider and count; then the state moves to the other provider and count in one
+   * pass, and the same run continues on them (the old provider's instances that batch loaded are
+   * closed first). The sink overwrites a batch's folder: exactly once.
    */
-  @Test
-  void aPlannedButUncommittedBatchCompletesOnTheOldProviderFirst() throws Exception {
+  @ParameterizedTest(name = "{0} -> {1}, 4 -> {2} partitions")
+  @CsvSource({"HDFS, ROCKSDB, 6", "ROCKSDB_CHANGELOG, HDFS, 3"})
+  void aPlannedButUncommittedBatchCompletesOnTheOldProviderFirst(
+      StateStores from, StateStores to, int partitions) throws Exception {
     SparkSession spark = freshSession();
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     for (int i = 0; i < 3; i++) {
@@ -121,7 +126,7 @@ class MigrateAtRestartTest {
     Path sink = tmp.resolve("sink");
     Path failOnce = tmp.resolve("fail-batch-2-once");
     Files.createFile(failOnce);
-    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    Map<String, String> conf = new HashMap<>(from.withPartitions(4));
     assertThatThrownBy(() -> runFailingOnce(spark, checkpoint, sink, failOnce, conf))
         .hasStackTraceContaining("injected failure in the sink for batch 2");
     assertThat(checkpoint.resolve("offsets/2")).exists();
@@ -131,9 +136,9 @@ class MigrateAtRestartTest {
       run.writeEvents(i, 200, 40);
     }
     run.writeFlush(5);
-    Map<String, String> restart = new HashMap<>(StateStores.ROCKSDB.withPartitions(4));
+    Map<String, String> restart = new HashMap<>(to.withPartitions(4));
     restart.put(MIGRATE, "true");
-    restart.put(StateShiftExtensions.STATE_PARTITIONS, "6");
+    restart.put(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(partitions));
     List<StreamingQueryProgress> progress =
         runFailingOnce(spark, checkpoint, sink, failOnce, restart);
 
@@ -142,10 +147,12 @@ class MigrateAtRestartTest {
     assertThat(progress.get(1).batchId()).isEqualTo(4); // batch 3 is the migration
     assertThat(progress.get(1).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
     assertThat(progress.subList(1, progress.size()))
-        .allSatisfy(p -> assertThat(p.stateOperators()[0].numStateStoreInstances()).isEqualTo(6));
+        .allSatisfy(
+            p -> assertThat(p.stateOperators()[0].numStateStoreInstances()).isEqualTo(partitions));
+    String target = to == StateStores.HDFS ? MigrateOracleTest.HDFS : MigrateOracleTest.ROCKSDB;
     assertThat(readText(checkpoint.resolve("offsets/3")))
-        .contains("\"" + PROVIDER + "\":\"" + MigrateOracleTest.ROCKSDB + "\"");
-    MigrateOracleTest.assertNewVersionsWrittenBy(checkpoint, 4, MigrateOracleTest.ROCKSDB);
+        .contains("\"" + PROVIDER + "\":\"" + target + "\"");
+    MigrateOracleTest.assertNewVersionsWrittenBy(checkpoint, 4, target);
     VerificationReport verified = StateShift.get(spark).verify(checkpoint.toString());
     assertThat(verified.ok()).as(verified.toString()).isTrue();
 
