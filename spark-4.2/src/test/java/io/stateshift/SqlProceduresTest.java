@@ -207,6 +207,98 @@ class SqlProceduresTest {
     return rows;
   }
 
+  /**
+   * migrate_state: a dry run plans with both providers and writes nothing; the migration to RocksDB
+   * with a partition change moves every row, the restarted query runs on RocksDB with the new count
+   * although its session names the HDFS-backed store, and writes the uninterrupted output; the
+   * provider the checkpoint has and an unknown one are refused, checkpoint unchanged.
+   */
+  @Test
+  void migrateStateThroughSqlPassesTheOracle() throws Exception {
+    SparkSession sql = sqlSession();
+    StreamRun run = new StreamRun(streams, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    for (int i = 0; i < 2; i++) {
+      run.writeEvents(i, 200, 30);
+    }
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    String cp = checkpoint.toString();
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                    "CALL stateshift.system.migrate_state(checkpoint => '"
+                        + cp
+                        + "', provider => 'hdfs')"))
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("migrate_state refused [SAME_PROVIDER]")
+        .hasMessageContaining("stateshift repartition --checkpoint");
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                    "CALL stateshift.system.migrate_state(checkpoint => '"
+                        + cp
+                        + "', provider => 'leveldb')"))
+        .hasMessageContaining("migrate_state refused [INVALID_ARGUMENT]")
+        .hasMessageContaining("pass rocksdb or hdfs");
+    List<Row> plan =
+        call(
+            sql,
+            "CALL stateshift.system.migrate_state(checkpoint => '"
+                + cp
+                + "', provider => 'rocksdb', partitions => 6, dry_run => true)");
+    assertThat(plan)
+        .hasSize(2)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<Boolean>getAs("dry_run")).isTrue();
+              assertThat(r.<String>getAs("from_provider")).isEqualTo(MigrateOracleTest.HDFS);
+              assertThat(r.<String>getAs("to_provider")).isEqualTo(MigrateOracleTest.ROCKSDB);
+              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(4);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(6);
+              assertThat(r.isNullAt(r.fieldIndex("rows_written"))).isTrue();
+              assertThat(r.<scala.collection.Seq<String>>getAs("session_notes").mkString("\n"))
+                  .contains("Nothing to set for the provider")
+                  .contains(MigrateOracleTest.ROCKSDB_CHANGELOG);
+            });
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+
+    List<Row> moved =
+        call(
+            sql,
+            "CALL stateshift.system.migrate_state(checkpoint => '"
+                + cp
+                + "', provider => 'rocksdb', partitions => 6)");
+    assertMoved(moved, 4, 6);
+    assertThat(moved)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<String>getAs("from_provider")).isEqualTo(MigrateOracleTest.HDFS);
+              assertThat(r.<String>getAs("to_provider")).isEqualTo(MigrateOracleTest.ROCKSDB);
+            });
+    List<Row> history =
+        call(sql, "CALL stateshift.system.state_history(checkpoint => '" + cp + "')");
+    assertThat(history).singleElement();
+    assertThat(history.get(0).<String>getAs("path")).startsWith("migrate hdfs -> rocksdb");
+    List<Row> verify = call(sql, "CALL stateshift.system.verify_state('" + cp + "')");
+    assertThat(verify.get(0).<Boolean>getAs("ok")).isTrue();
+
+    for (int i = 2; i < 4; i++) {
+      run.writeEvents(i, 200, 30);
+    }
+    run.writeFlush(4);
+    assertThat(
+            StreamRun.stateInstances(
+                run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4))))
+        .isNotEmpty()
+        .containsOnly(6L);
+    MigrateOracleTest.assertNewVersionsWrittenBy(
+        checkpoint, moved.get(0).<Long>getAs("batch") + 1, MigrateOracleTest.ROCKSDB);
+    assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
+  }
+
   @Test
   void refusalsRaiseTheReasonAndLeaveTheCheckpointUnchanged() throws Exception {
     SparkSession sql = sqlSession();

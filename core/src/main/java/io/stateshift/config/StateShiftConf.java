@@ -46,7 +46,9 @@ public final class StateShiftConf {
 
   /** Where a setting is read from, and which section of the reference lists it. */
   public enum Section {
-    ON_DEMAND("On-demand repartition", "Spark conf of the application whose queries start."),
+    ON_DEMAND(
+        "On-demand repartition and migration",
+        "Spark conf of the application whose queries start."),
     JOB(
         "Repartition job",
         "Spark conf; read by the driver when the job starts, or by its tasks from the"
@@ -267,6 +269,18 @@ public final class StateShiftConf {
           false,
           "With `StateShiftExtensions`: the state partition count a starting query's checkpoint is"
               + " repartitioned to first, when it has another count; empty: never.");
+
+  public static final Setting<Boolean> MIGRATE_ENABLED =
+      bool(
+          Section.ON_DEMAND,
+          "spark.stateshift.migrate.enabled",
+          false,
+          false,
+          "With `StateShiftExtensions`: a starting query whose session sets"
+              + " `spark.sql.streaming.stateStore.providerClass` to another provider than its"
+              + " checkpoint's has its state migrated to that provider first (with the partition"
+              + " change, if any, in the same pass); `false`: the mismatch is logged as a warning"
+              + " and the query keeps the checkpoint's provider, as Spark does.");
 
   // ---- Repartition job ----
 

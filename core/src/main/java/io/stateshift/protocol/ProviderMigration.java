@@ -81,7 +81,7 @@ public final class ProviderMigration {
    * Refuses, before anything is written, a migration of this layout to {@code target} that is a
    * no-op or that Spark could not run.
    */
-  static void check(StateLayout layout, String target, String checkpoint) {
+  public static void check(StateLayout layout, String target, String checkpoint) {
     if (layout.provider().equals(target)) {
       throw new StateShiftException(
           Reason.SAME_PROVIDER,

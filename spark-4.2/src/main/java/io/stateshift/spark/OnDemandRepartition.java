@@ -6,9 +6,12 @@ import io.stateshift.StateShiftException.Reason;
 import io.stateshift.StateShiftExtensions;
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.OffsetLogEntry;
 import io.stateshift.checkpoint.SessionSettings;
 import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FileSinkRecord;
+import io.stateshift.protocol.ProviderMigration;
 import io.stateshift.protocol.QueryLease;
 import io.stateshift.protocol.RepartitionJournal;
 import io.stateshift.protocol.RepartitionRunner;
@@ -18,6 +21,7 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.sql.RuntimeConfig;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution;
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
@@ -28,9 +32,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The listener behind {@code spark.sql.streaming.stateStore.partitions}. Spark delivers the
- * query-started event synchronously on the query's own thread, before the query reads its offset
- * and commit logs, so a repartition done here is what the query then starts from.
+ * The listener behind {@code spark.sql.streaming.stateStore.partitions} and {@code
+ * spark.stateshift.migrate.enabled}. Spark delivers the query-started event synchronously on the
+ * query's own thread, before the query reads its offset and commit logs, so a repartition or
+ * migration done here is what the query then starts from. The query's session still holds the
+ * provider the user set at that point: Spark replaces it with the offset log's only when it reads
+ * the log.
  */
 public final class OnDemandRepartition extends StreamingQueryListener {
   static final String STATE_PARTITIONS = StateShiftExtensions.STATE_PARTITIONS;
@@ -75,6 +82,11 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       return; // not a query of this SparkSession
     }
     String wanted = session.conf().get(STATE_PARTITIONS, null);
+    // The provider the user started the query with: read now, before the query reads its offset
+    // log, where Spark replaces the session's value with the checkpoint's
+    // (OffsetSeqMetadata.setSessionConf, called from MicroBatchExecution.populateStartOffsets).
+    RuntimeConfig queryConf = execution.sparkSessionForStream().conf();
+    String wantedProvider = queryConf.get(OffsetLogEntry.PROVIDER_CLASS, null);
     try {
       CheckpointFiles files =
           CheckpointFiles.at(
@@ -82,6 +94,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       // Held while the query runs, so repartitions in other processes see it (released at the end).
       QueryLease.take(files, event.id(), event.runId(), execution::isActive);
       Optional<String> sinkLog = recordAndRepairFileSink(execution, files);
+      boolean migrate = StateShiftConf.MIGRATE_ENABLED.from(key -> queryConf.get(key, null));
       if (wanted == null || wanted.isBlank()) {
         // Not asked to repartition, but never start on a half-switched layout.
         new RepartitionRunner(
@@ -92,45 +105,84 @@ public final class OnDemandRepartition extends StreamingQueryListener {
                 event.id())
             .recoverInterrupted()
             .ifPresent(done -> LOG.warn("Interrupted repartition of {}: {}", files.root(), done));
-        return;
+        if (wantedProvider == null) {
+          return;
+        }
+        if (!migrate) {
+          warnOfProviderMismatch(event, files, wantedProvider);
+          return;
+        }
       }
-      int partitions = parse(wanted);
-      // A new checkpoint takes its count from this internal setting (absent an offset log).
-      execution
-          .sparkSessionForStream()
-          .conf()
-          .set(INTERNAL_STATE_PARTITIONS, Integer.toString(partitions));
+      Integer partitions = wanted == null || wanted.isBlank() ? null : parse(wanted);
+      if (partitions != null) {
+        // A new checkpoint takes its count from this internal setting (absent an offset log).
+        execution
+            .sparkSessionForStream()
+            .conf()
+            .set(INTERNAL_STATE_PARTITIONS, Integer.toString(partitions));
+      }
       Checkpoint checkpoint = Checkpoint.load(files);
       boolean interrupted = RepartitionJournal.read(files).isPresent();
       if (checkpoint.lastPlannedBatch() < 0 && !interrupted) {
-        return; // a new checkpoint: the setting above is all it takes
+        return; // a new checkpoint: the session's settings are all it takes
       }
       if (!interrupted && checkpoint.operators().isEmpty()) {
-        return; // a stateless query: the setting does not apply
+        return; // a stateless query: the settings do not apply
       }
       long planned = checkpoint.lastPlannedBatch();
       int current = checkpoint.offsets(planned).shufflePartitions();
-      if (current == partitions && !interrupted) {
+      // An interrupted attempt is finished first (by the runner); the provider is looked at again
+      // at the next start.
+      String provider =
+          interrupted
+              ? null
+              : providerChange(
+                  event,
+                  files,
+                  checkpoint.offsets(planned).providerClass(),
+                  wantedProvider,
+                  migrate);
+      boolean repartition = partitions != null && current != partitions;
+      if (!repartition && provider == null && !interrupted) {
         return;
       }
-      LOG.info(
-          "Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
-          event.id(),
-          files.root(),
-          current,
-          STATE_PARTITIONS,
-          partitions);
+      int target = partitions != null ? partitions : current;
+      if (provider == null) {
+        LOG.info(
+            "Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
+            event.id(),
+            files.root(),
+            current,
+            STATE_PARTITIONS,
+            target);
+      } else {
+        LOG.info(
+            "Query {} starts on checkpoint {} with {} state partitions in the {} state store; its "
+                + "state is migrated to the {} state store{} ({}=true).",
+            event.id(),
+            files.root(),
+            current,
+            ProviderMigration.shortName(checkpoint.offsets(planned).providerClass()),
+            ProviderMigration.shortName(provider),
+            repartition ? " and " + target + " partitions" : "",
+            StateShiftConf.MIGRATE_ENABLED.key());
+      }
+      Change change = new Change(target, provider, repartition);
       boolean pending = planned > checkpoint.lastCommittedBatch() && !interrupted;
+      StateLayout layout = null;
       if (!interrupted) {
         // Refuse now, before any batch runs or any state moves, what would be refused later.
-        StateLayout layout = StateLayout.read(session, checkpoint, true, pending);
+        layout = StateLayout.read(session, checkpoint, true, pending);
         QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
+        if (provider != null) {
+          ProviderMigration.check(layout, provider, files.root().toString());
+        }
       }
       if (pending) {
-        runPendingBatchFirst(execution, event, files, partitions, planned, sinkLog);
+        runPendingBatchFirst(execution, event, files, change, layout, planned, sinkLog);
         return;
       }
-      repartition(event, files, partitions, -1, sinkLog);
+      change(event, files, change, -1, sinkLog);
     } catch (StateShiftException e) {
       QueryLease.release(event.runId());
       throw new QueryStartRefused(e);
@@ -142,25 +194,126 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     }
   }
 
-  private void repartition(
+  /**
+   * What a starting query changes: the partition count to end with, the provider to migrate to
+   * (null: the checkpoint's), and whether the count changes.
+   */
+  private record Change(int partitions, String provider, boolean repartition) {}
+
+  /**
+   * The provider class to migrate to, when the session names another one than the checkpoint's
+   * offset log and migrating is enabled; null otherwise, with a warning when they differ.
+   */
+  private static String providerChange(
       QueryStartedEvent event,
       CheckpointFiles files,
-      int partitions,
+      String checkpointProvider,
+      String wantedProvider,
+      boolean migrate) {
+    if (wantedProvider == null
+        || wantedProvider.isBlank()
+        || checkpointProvider == null
+        || wantedProvider.trim().equals(checkpointProvider)) {
+      return null;
+    }
+    if (!migrate) {
+      LOG.warn(mismatch(event, files, checkpointProvider, wantedProvider));
+      return null;
+    }
+    String target = ProviderMigration.resolve(wantedProvider);
+    return target.equals(checkpointProvider) ? null : target;
+  }
+
+  /**
+   * Without {@code spark.stateshift.migrate.enabled}: reports a session provider that differs from
+   * the checkpoint's, which Spark silently replaces. Never stops the query: a checkpoint that
+   * cannot be read here is left to Spark.
+   */
+  private static void warnOfProviderMismatch(
+      QueryStartedEvent event, CheckpointFiles files, String wantedProvider) {
+    try {
+      if (!files.exists(files.path("offsets"))) {
+        return;
+      }
+      Checkpoint checkpoint = Checkpoint.load(files);
+      if (checkpoint.lastPlannedBatch() < 0 || checkpoint.operators().isEmpty()) {
+        return;
+      }
+      providerChange(
+          event,
+          files,
+          checkpoint.offsets(checkpoint.lastPlannedBatch()).providerClass(),
+          wantedProvider,
+          false);
+    } catch (RuntimeException e) {
+      LOG.debug("Could not compare the state store providers of {}", files.root(), e);
+    }
+  }
+
+  private static String mismatch(
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      String checkpointProvider,
+      String wantedProvider) {
+    boolean known =
+        wantedProvider.trim().equals(StateLayout.ROCKSDB_PROVIDER)
+            || wantedProvider.trim().equals(StateLayout.HDFS_PROVIDER);
+    String fix =
+        known
+            ? "To move the state, stop the query and run 'stateshift migrate --checkpoint "
+                + files.root()
+                + " --provider "
+                + ProviderMigration.optionName(wantedProvider.trim())
+                + "', or set "
+                + StateShiftConf.MIGRATE_ENABLED.key()
+                + "=true (with StateShiftExtensions) to migrate when the query starts."
+            : "stateshift migrates between "
+                + StateLayout.HDFS_PROVIDER
+                + " and "
+                + StateLayout.ROCKSDB_PROVIDER
+                + " only.";
+    return "Query "
+        + event.id()
+        + " starts on checkpoint "
+        + files.root()
+        + ", whose state is in the "
+        + ProviderMigration.shortName(checkpointProvider)
+        + " state store ("
+        + checkpointProvider
+        + "), but its session sets "
+        + OffsetLogEntry.PROVIDER_CLASS
+        + "="
+        + wantedProvider
+        + ": Spark keeps the checkpoint's provider. "
+        + fix;
+  }
+
+  private void change(
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      Change change,
       long afterBatch,
       Optional<String> sinkLog) {
-    RepartitionResult result =
+    RepartitionRunner runner =
         new RepartitionRunner(
                 session,
                 files.root().toString(),
-                partitions,
+                change.partitions(),
                 message -> LOG.info("stateshift: {}", message),
                 event.id())
-            .fileSink(sinkLog.orElse(null))
-            .execute();
+            .fileSink(sinkLog.orElse(null));
+    if (change.provider() != null) {
+      runner.migrateTo(change.provider());
+      if (!change.repartition()) {
+        runner.keepPartitionCount();
+      }
+    }
+    RepartitionResult result = runner.execute();
     LAST_BY_QUERY.put(event.id(), result);
     unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
     LOG.info(
-        "State repartition of query {} completed in {} ms: {}",
+        "State {} of query {} completed in {} ms: {}",
+        change.provider() == null ? "repartition" : "migration",
         event.id(),
         result.totalMillis(),
         result);
@@ -175,7 +328,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       StreamExecution execution,
       QueryStartedEvent event,
       CheckpointFiles files,
-      int partitions,
+      Change change,
+      StateLayout layout,
       long pendingBatch,
       Optional<String> sinkLog) {
     if (!(execution instanceof MicroBatchExecution microBatch)) {
@@ -193,7 +347,13 @@ public final class OnDemandRepartition extends StreamingQueryListener {
         new PendingBatchFirst(
             microBatch,
             microBatch.triggerExecutor(),
-            () -> repartition(event, files, partitions, pendingBatch, sinkLog)));
+            () -> {
+              change(event, files, change, pendingBatch, sinkLog);
+              if (change.provider() != null) {
+                // The pending batch loaded the old provider's stores under this run's id.
+                StaleProviders.close(session, files.root().toString(), layout, event.runId());
+              }
+            }));
   }
 
   /**

@@ -8,9 +8,10 @@ import scala.Function1;
 
 /**
  * Wraps a query's trigger executor when the query restarts with a planned but uncommitted batch and
- * a new state partition count: the pending batch runs first, exactly as planned (same offsets, old
- * layout, so an exactly-once sink sees it once), then the state is repartitioned, then the query
- * re-reads its logs, as a restart would, and continues with the query's own trigger.
+ * a new state partition count or provider: the pending batch runs first, exactly as planned (same
+ * offsets, old layout and provider, so an exactly-once sink sees it once), then the state is
+ * repartitioned or migrated, then the query re-reads its logs, as a restart would, and continues
+ * with the query's own trigger.
  */
 final class PendingBatchFirst implements TriggerExecutor {
   private final MicroBatchExecution execution;

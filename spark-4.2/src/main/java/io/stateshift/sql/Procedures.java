@@ -2,6 +2,7 @@ package io.stateshift.sql;
 
 import io.stateshift.CheckpointReport;
 import io.stateshift.HistoryEntry;
+import io.stateshift.MigrateState;
 import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
@@ -153,6 +154,132 @@ final class Procedures {
             });
       }
       return rows;
+    }
+  }
+
+  /**
+   * {@code migrate_state(checkpoint, provider, partitions, dry_run, assume_stopped, backup_to)}:
+   * one row per state store, as {@code repartition_state}, with the providers on both sides and
+   * what to set in the query's session; a dry run plans and writes nothing.
+   */
+  static final class MigrateStateProcedure extends StateShiftProcedure {
+    MigrateStateProcedure() {
+      super(
+          "migrate_state",
+          "Moves the state of a stopped streaming query to another state store provider "
+              + "(provider => 'rocksdb' or 'hdfs'), with a new partition count in the same pass if "
+              + "`partitions` is given (dry_run => true: only plans). One row per state store.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("dry_run", BOOLEAN, false)
+              .add("from_provider", STRING, false)
+              .add("to_provider", STRING, false)
+              .add("from_partitions", INT, false)
+              .add("to_partitions", INT, false)
+              .add("batch", LONG, false)
+              .add("operator_id", LONG)
+              .add("operator_name", STRING)
+              .add("store_name", STRING)
+              .add("rows_read", LONG)
+              .add("rows_written", LONG)
+              .add("bytes_written", LONG)
+              .add("duration_ms", LONG)
+              .add("interrupted_attempt", STRING)
+              .add("session_notes", DataTypes.createArrayType(STRING, false), false),
+          CHECKPOINT,
+          required("provider", STRING, "the provider to end with: 'rocksdb' or 'hdfs'"),
+          optional(
+              "partitions",
+              INT,
+              "NULL",
+              "the number of state partitions to end with; NULL keeps the checkpoint's"),
+          optional("dry_run", BOOLEAN, "false", "only report what would be done"),
+          ASSUME_STOPPED,
+          optional(
+              "backup_to",
+              STRING,
+              "NULL",
+              "keep the partition folders a decrease drops under this location"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      String checkpoint = args.required(0);
+      String provider = args.required(1);
+      var action =
+          StateShift.get(spark)
+              .migrateState(checkpoint)
+              .toProvider(provider)
+              .backupTo(args.string(5))
+              .onProgress(message -> LOG.info("migrate_state {}: {}", checkpoint, message));
+      Integer partitions = args.integer(2);
+      if (partitions != null) {
+        action.toPartitions(partitions);
+      }
+      if (args.flag(4)) {
+        action.assumeStopped();
+      }
+      List<Object[]> rows = new ArrayList<>();
+      if (args.flag(3)) {
+        RepartitionPlan plan = action.plan();
+        String[] notes = notes(plan);
+        for (RepartitionPlan.OperatorInfo op : plan.operators()) {
+          for (String store : op.stores()) {
+            rows.add(
+                new Object[] {
+                  plan.checkpoint(),
+                  plan.queryId(),
+                  true,
+                  plan.stateStoreProvider(),
+                  plan.targetStateStoreProvider(),
+                  plan.fromPartitions(),
+                  plan.toPartitions(),
+                  plan.repartitionBatch(),
+                  op.id(),
+                  op.name(),
+                  store,
+                  null,
+                  null,
+                  null,
+                  null,
+                  plan.interruptedAttempt().orElse(null),
+                  notes
+                });
+          }
+        }
+        return rows;
+      }
+      RepartitionResult result = action.execute();
+      RepartitionPlan plan = result.plan();
+      String[] notes = notes(plan);
+      for (RepartitionResult.StoreMove s : result.stores()) {
+        rows.add(
+            new Object[] {
+              plan.checkpoint(),
+              plan.queryId(),
+              false,
+              plan.stateStoreProvider(),
+              plan.targetStateStoreProvider(),
+              plan.fromPartitions(),
+              plan.toPartitions(),
+              result.batchId(),
+              s.operatorId(),
+              s.operatorName(),
+              s.storeName(),
+              s.rowsRead(),
+              s.rowsWritten(),
+              s.bytesWritten(),
+              result.totalMillis(),
+              plan.interruptedAttempt().orElse(null),
+              notes
+            });
+      }
+      return rows;
+    }
+
+    private static String[] notes(RepartitionPlan plan) {
+      return MigrateState.sessionNotes(plan.targetStateStoreProvider()).toArray(String[]::new);
     }
   }
 

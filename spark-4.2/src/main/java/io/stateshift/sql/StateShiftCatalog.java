@@ -29,6 +29,7 @@ public final class StateShiftCatalog implements ProcedureCatalog {
   private static final Map<String, Supplier<UnboundProcedure>> PROCEDURES =
       Map.of(
           "repartition_state", Procedures.RepartitionState::new,
+          "migrate_state", Procedures.MigrateStateProcedure::new,
           "inspect_state", Procedures.InspectState::new,
           "verify_state", Procedures.VerifyState::new,
           "rollback_state", Procedures.RollbackState::new,

@@ -94,6 +94,12 @@ abstract class StateShiftProcedure implements SimpleProcedure {
         out[i] = UTF8String.fromString(s);
       } else if (v instanceof long[] longs) {
         out[i] = UnsafeArrayData.fromPrimitiveArray(longs);
+      } else if (v instanceof String[] strings) {
+        Object[] utf8 = new Object[strings.length];
+        for (int j = 0; j < strings.length; j++) {
+          utf8[j] = UTF8String.fromString(strings[j]);
+        }
+        out[i] = new org.apache.spark.sql.catalyst.util.GenericArrayData(utf8);
       } else {
         out[i] = v; // null, Integer, Long, Boolean, Double: Spark's own representation
       }

@@ -101,7 +101,8 @@ class DoctorTest {
     assertThat(growth.fix()).contains("withWatermark");
     assertThat(find(report, "HDFS_STORE_LARGE_STATE").fix())
         .contains("RocksDBStateStoreProvider")
-        .contains("stateshift migrate --checkpoint " + report.checkpoint() + " --provider rocksdb");
+        .contains("stateshift migrate --checkpoint " + report.checkpoint() + " --provider rocksdb")
+        .contains("spark.stateshift.migrate.enabled=true");
     assertThat(report.stateGrowth().get(0).rows()).isSorted().doesNotHaveDuplicates();
   }
 

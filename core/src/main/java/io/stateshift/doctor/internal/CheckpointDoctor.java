@@ -15,6 +15,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.SinkLog;
 import io.stateshift.checkpoint.spi.SparkLines;
 import io.stateshift.checkpoint.spi.StateCount;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.doctor.DoctorReport;
 import io.stateshift.doctor.DoctorSettings;
 import io.stateshift.doctor.Finding;
@@ -443,7 +444,11 @@ public final class CheckpointDoctor {
                 + " --provider rocksdb` (Spark alone keeps the provider the checkpoint "
                 + "started with); then set "
                 + CHANGELOG_CONF
-                + "=true on the query's session.");
+                + "=true on the query's session. Or at the next restart: with "
+                + "StateShiftExtensions, set spark.sql.streaming.stateStore.providerClass to "
+                + "RocksDB and "
+                + StateShiftConf.MIGRATE_ENABLED.key()
+                + "=true on the session.");
       } else {
         add(Severity.INFO, "STATE_STORE", "HDFS-backed state store, state is small", evidence, "");
       }
