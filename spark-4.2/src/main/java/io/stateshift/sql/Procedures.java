@@ -5,6 +5,7 @@ import io.stateshift.HistoryEntry;
 import io.stateshift.MigrateState;
 import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
+import io.stateshift.StateChange;
 import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.VerificationReport;
@@ -12,7 +13,9 @@ import io.stateshift.doctor.Doctor;
 import io.stateshift.doctor.DoctorReport;
 import io.stateshift.doctor.Finding;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.function.Function;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.types.DataType;
@@ -43,6 +46,12 @@ final class Procedures {
 
   private static final ProcedureParameter CHECKPOINT =
       required("checkpoint", STRING, "the checkpointLocation of the stopped query");
+  private static final ProcedureParameter BACKUP_TO =
+      optional(
+          "backup_to",
+          STRING,
+          "NULL",
+          "keep the partition folders a decrease drops under this location");
   private static final ProcedureParameter ASSUME_STOPPED =
       optional(
           "assume_stopped",
@@ -61,30 +70,12 @@ final class Procedures {
           "repartition_state",
           "Redistributes the state of a stopped streaming query into `partitions` partitions "
               + "(dry_run => true: only plans). One row per state store.",
-          new StructType()
-              .add("checkpoint", STRING, false)
-              .add("query_id", STRING)
-              .add("dry_run", BOOLEAN, false)
-              .add("from_partitions", INT, false)
-              .add("to_partitions", INT, false)
-              .add("batch", LONG, false)
-              .add("operator_id", LONG)
-              .add("operator_name", STRING)
-              .add("store_name", STRING)
-              .add("rows_read", LONG)
-              .add("rows_written", LONG)
-              .add("bytes_written", LONG)
-              .add("duration_ms", LONG)
-              .add("interrupted_attempt", STRING),
+          storeRowSchema(new StructType(), new StructType()),
           CHECKPOINT,
           required("partitions", INT, "the number of state partitions to end with"),
           optional("dry_run", BOOLEAN, "false", "only report what would be done"),
           ASSUME_STOPPED,
-          optional(
-              "backup_to",
-              STRING,
-              "NULL",
-              "keep the partition folders a decrease drops under this location"));
+          BACKUP_TO);
     }
 
     @Override
@@ -106,54 +97,7 @@ final class Procedures {
       if (args.flag(3)) {
         action.assumeStopped();
       }
-      List<Object[]> rows = new ArrayList<>();
-      if (args.flag(2)) {
-        RepartitionPlan plan = action.plan();
-        for (RepartitionPlan.OperatorInfo op : plan.operators()) {
-          for (String store : op.stores()) {
-            rows.add(
-                new Object[] {
-                  plan.checkpoint(),
-                  plan.queryId(),
-                  true,
-                  plan.fromPartitions(),
-                  plan.toPartitions(),
-                  plan.repartitionBatch(),
-                  op.id(),
-                  op.name(),
-                  store,
-                  null,
-                  null,
-                  null,
-                  null,
-                  plan.interruptedAttempt().orElse(null)
-                });
-          }
-        }
-        return rows;
-      }
-      RepartitionResult result = action.execute();
-      RepartitionPlan plan = result.plan();
-      for (RepartitionResult.StoreMove s : result.stores()) {
-        rows.add(
-            new Object[] {
-              plan.checkpoint(),
-              plan.queryId(),
-              false,
-              plan.fromPartitions(),
-              plan.toPartitions(),
-              result.batchId(),
-              s.operatorId(),
-              s.operatorName(),
-              s.storeName(),
-              s.rowsRead(),
-              s.rowsWritten(),
-              s.bytesWritten(),
-              result.totalMillis(),
-              plan.interruptedAttempt().orElse(null)
-            });
-      }
-      return rows;
+      return storeRows(action, args.flag(2), plan -> new Object[0], plan -> new Object[0]);
     }
   }
 
@@ -169,24 +113,12 @@ final class Procedures {
           "Moves the state of a stopped streaming query to another state store provider "
               + "(provider => 'rocksdb' or 'hdfs'), with a new partition count in the same pass if "
               + "`partitions` is given (dry_run => true: only plans). One row per state store.",
-          new StructType()
-              .add("checkpoint", STRING, false)
-              .add("query_id", STRING)
-              .add("dry_run", BOOLEAN, false)
-              .add("from_provider", STRING, false)
-              .add("to_provider", STRING, false)
-              .add("from_partitions", INT, false)
-              .add("to_partitions", INT, false)
-              .add("batch", LONG, false)
-              .add("operator_id", LONG)
-              .add("operator_name", STRING)
-              .add("store_name", STRING)
-              .add("rows_read", LONG)
-              .add("rows_written", LONG)
-              .add("bytes_written", LONG)
-              .add("duration_ms", LONG)
-              .add("interrupted_attempt", STRING)
-              .add("session_notes", DataTypes.createArrayType(STRING, false), false),
+          storeRowSchema(
+              new StructType()
+                  .add("from_provider", STRING, false)
+                  .add("to_provider", STRING, false),
+              new StructType()
+                  .add("session_notes", DataTypes.createArrayType(STRING, false), false)),
           CHECKPOINT,
           required("provider", STRING, "the provider to end with: 'rocksdb' or 'hdfs'"),
           optional(
@@ -196,11 +128,7 @@ final class Procedures {
               "the number of state partitions to end with; NULL keeps the checkpoint's"),
           optional("dry_run", BOOLEAN, "false", "only report what would be done"),
           ASSUME_STOPPED,
-          optional(
-              "backup_to",
-              STRING,
-              "NULL",
-              "keep the partition folders a decrease drops under this location"));
+          BACKUP_TO);
     }
 
     @Override
@@ -220,21 +148,69 @@ final class Procedures {
       if (args.flag(4)) {
         action.assumeStopped();
       }
-      List<Object[]> rows = new ArrayList<>();
-      if (args.flag(3)) {
-        RepartitionPlan plan = action.plan();
-        String[] notes = notes(plan);
-        for (RepartitionPlan.OperatorInfo op : plan.operators()) {
-          for (String store : op.stores()) {
-            rows.add(
-                new Object[] {
-                  plan.checkpoint(),
-                  plan.queryId(),
+      return storeRows(
+          action,
+          args.flag(3),
+          plan -> new Object[] {plan.stateStoreProvider(), plan.targetStateStoreProvider()},
+          plan ->
+              new Object[] {
+                MigrateState.sessionNotes(plan.targetStateStoreProvider()).toArray(String[]::new)
+              });
+    }
+  }
+
+  /**
+   * The columns of a state change's rows, one per state store: checkpoint, query_id, dry_run, then
+   * {@code after} the procedure's own, the counts, and {@code last} the procedure's own.
+   */
+  private static StructType storeRowSchema(StructType after, StructType last) {
+    StructType schema =
+        new StructType()
+            .add("checkpoint", STRING, false)
+            .add("query_id", STRING)
+            .add("dry_run", BOOLEAN, false);
+    for (var field : after.fields()) {
+      schema = schema.add(field);
+    }
+    schema =
+        schema
+            .add("from_partitions", INT, false)
+            .add("to_partitions", INT, false)
+            .add("batch", LONG, false)
+            .add("operator_id", LONG)
+            .add("operator_name", STRING)
+            .add("store_name", STRING)
+            .add("rows_read", LONG)
+            .add("rows_written", LONG)
+            .add("bytes_written", LONG)
+            .add("duration_ms", LONG)
+            .add("interrupted_attempt", STRING);
+    for (var field : last.fields()) {
+      schema = schema.add(field);
+    }
+    return schema;
+  }
+
+  /**
+   * The rows of {@link #storeRowSchema}: a dry run's from the plan (it writes nothing; the row and
+   * byte columns are null), else from the result of executing {@code action}.
+   */
+  private static List<Object[]> storeRows(
+      StateChange<?> action,
+      boolean dryRun,
+      Function<RepartitionPlan, Object[]> after,
+      Function<RepartitionPlan, Object[]> last) {
+    List<Object[]> rows = new ArrayList<>();
+    if (dryRun) {
+      RepartitionPlan plan = action.plan();
+      for (RepartitionPlan.OperatorInfo op : plan.operators()) {
+        for (String store : op.stores()) {
+          rows.add(
+              row(
+                  plan,
                   true,
-                  plan.stateStoreProvider(),
-                  plan.targetStateStoreProvider(),
-                  plan.fromPartitions(),
-                  plan.toPartitions(),
+                  after,
+                  last,
                   plan.repartitionBatch(),
                   op.id(),
                   op.name(),
@@ -242,27 +218,19 @@ final class Procedures {
                   null,
                   null,
                   null,
-                  null,
-                  plan.interruptedAttempt().orElse(null),
-                  notes
-                });
-          }
+                  null));
         }
-        return rows;
       }
-      RepartitionResult result = action.execute();
-      RepartitionPlan plan = result.plan();
-      String[] notes = notes(plan);
-      for (RepartitionResult.StoreMove s : result.stores()) {
-        rows.add(
-            new Object[] {
-              plan.checkpoint(),
-              plan.queryId(),
+      return rows;
+    }
+    RepartitionResult result = action.execute();
+    for (RepartitionResult.StoreMove s : result.stores()) {
+      rows.add(
+          row(
+              result.plan(),
               false,
-              plan.stateStoreProvider(),
-              plan.targetStateStoreProvider(),
-              plan.fromPartitions(),
-              plan.toPartitions(),
+              after,
+              last,
               result.batchId(),
               s.operatorId(),
               s.operatorName(),
@@ -270,17 +238,28 @@ final class Procedures {
               s.rowsRead(),
               s.rowsWritten(),
               s.bytesWritten(),
-              result.totalMillis(),
-              plan.interruptedAttempt().orElse(null),
-              notes
-            });
-      }
-      return rows;
+              result.totalMillis()));
     }
+    return rows;
+  }
 
-    private static String[] notes(RepartitionPlan plan) {
-      return MigrateState.sessionNotes(plan.targetStateStoreProvider()).toArray(String[]::new);
-    }
+  private static Object[] row(
+      RepartitionPlan plan,
+      boolean dryRun,
+      Function<RepartitionPlan, Object[]> after,
+      Function<RepartitionPlan, Object[]> last,
+      Object... counts) {
+    List<Object> row = new ArrayList<>();
+    row.add(plan.checkpoint());
+    row.add(plan.queryId());
+    row.add(dryRun);
+    row.addAll(Arrays.asList(after.apply(plan)));
+    row.add(plan.fromPartitions());
+    row.add(plan.toPartitions());
+    row.addAll(Arrays.asList(counts));
+    row.add(plan.interruptedAttempt().orElse(null));
+    row.addAll(Arrays.asList(last.apply(plan)));
+    return row.toArray();
   }
 
   /** {@code inspect_state(checkpoint)}: one row per state store, with per-partition arrays. */
