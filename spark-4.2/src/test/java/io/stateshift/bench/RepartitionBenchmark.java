@@ -2,6 +2,7 @@ package io.stateshift.bench;
 
 import io.stateshift.CheckpointReport;
 import io.stateshift.RepartitionResult;
+import io.stateshift.StateChange;
 import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftExtensions;
@@ -511,80 +512,65 @@ public final class RepartitionBenchmark {
   }
 
   private Results.Run timeStateshift(Results.Case c, Path master, Map<String, Long> rowsBefore) {
-    Path copy = freshCopy(master);
-    Results.Run run = new Results.Run();
-    RepartitionResult result;
-    prepare();
-    try (HeapSampler heap = HeapSampler.start()) {
-      long t = System.nanoTime();
-      // a fresh copy looks recently written; its query is stopped
-      result = shift.repartitionState(copy.toString()).toPartitions(c.to).assumeStopped().execute();
-      run.millis = (System.nanoTime() - t) / 1_000_000;
-      record(run, heap);
-    }
-    run.phases = new LinkedHashMap<>(result.phaseMillis());
-    if (result.rowsMoved() != c.rowsBefore) {
-      throw new CorrectnessFailure(
-          "stateshift reported "
-              + result.rowsMoved()
-              + " rows moved, the checkpoint had "
-              + c.rowsBefore
-              + " ("
-              + copy
-              + ")");
-    }
-    String problem = check(copy, c.to, rowsBefore, run);
-    if (problem != null) {
-      throw new CorrectnessFailure(
-          "stateshift "
-              + c.from
-              + "->"
-              + c.to
-              + " on "
-              + copy
-              + ": "
-              + problem
-              + " (copy kept for inspection)");
-    }
-    Dirs.delete(copy);
-    return run;
+    // a fresh copy looks recently written; its query is stopped
+    return timeStateChange(
+        "stateshift",
+        c,
+        master,
+        rowsBefore,
+        copy -> shift.repartitionState(copy).toPartitions(c.to).assumeStopped(),
+        null);
   }
 
   /** stateshift moving the state to the other provider, with the case's partition change. */
   private Results.Run timeMigrate(
       Results.Case c, Workload.Provider provider, Path master, Map<String, Long> rowsBefore) {
     String target = provider.rocksDb ? "hdfs" : "rocksdb";
+    return timeStateChange(
+        "migrate to " + target,
+        c,
+        master,
+        rowsBefore,
+        copy -> shift.migrateState(copy).toProvider(target).toPartitions(c.to).assumeStopped(),
+        target.equals("hdfs") ? "HDFSBacked" : "RocksDB");
+  }
+
+  /**
+   * Times one state change of a fresh copy and checks it: rows moved, then {@link #check}, and the
+   * provider inspect reports when {@code providerNamed} is not null.
+   */
+  private Results.Run timeStateChange(
+      String name,
+      Results.Case c,
+      Path master,
+      Map<String, Long> rowsBefore,
+      java.util.function.Function<String, StateChange<?>> change,
+      String providerNamed) {
     Path copy = freshCopy(master);
     Results.Run run = new Results.Run();
     RepartitionResult result;
     prepare();
     try (HeapSampler heap = HeapSampler.start()) {
       long t = System.nanoTime();
-      result =
-          shift
-              .migrateState(copy.toString())
-              .toProvider(target)
-              .toPartitions(c.to)
-              .assumeStopped()
-              .execute();
+      result = change.apply(copy.toString()).execute();
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
     }
     run.phases = new LinkedHashMap<>(result.phaseMillis());
-    run.check.put("provider", target);
     String problem =
         result.rowsMoved() != c.rowsBefore
-            ? "reported " + result.rowsMoved() + " rows moved of " + c.rowsBefore
+            ? "reported " + result.rowsMoved() + " rows moved, the checkpoint had " + c.rowsBefore
             : check(copy, c.to, rowsBefore, run);
-    String providerAfter = shift.inspect(copy.toString()).stateStoreProvider();
-    if (problem == null
-        && !providerAfter.contains(target.equals("hdfs") ? "HDFSBacked" : "RocksDB")) {
-      problem = "inspect reports the provider " + providerAfter + ", expected " + target;
+    if (problem == null && providerNamed != null) {
+      String providerAfter = shift.inspect(copy.toString()).stateStoreProvider();
+      run.check.put("provider", providerAfter);
+      if (!providerAfter.contains(providerNamed)) {
+        problem = "inspect reports the provider " + providerAfter;
+      }
     }
     if (problem != null) {
       throw new CorrectnessFailure(
-          "migrate to "
-              + target
+          name
               + " "
               + c.from
               + "->"
