@@ -1,6 +1,7 @@
 package io.stateshift.testing;
 
 import java.io.File;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +30,10 @@ public final class ChildJvm {
 
   /**
    * Starts a main class of the test class path in a new JVM, output to {@code log}. The JIT is
-   * limited to its first tier: these JVMs live for seconds, and start-up dominates.
+   * limited to its first tier: these JVMs live for seconds, and start-up dominates. Its temporary
+   * files (Spark's local dirs, RocksDB's native library, staged exchange files) go to a folder
+   * beside the log, inside the test's own temporary folder: a JVM the test kills cannot delete
+   * them, and the test's clean-up then does.
    */
   public static Process start(
       Path log, List<String> systemProperties, String mainClass, String... args) throws Exception {
@@ -39,6 +43,9 @@ public final class ChildJvm {
     command.add("-Xmx1g");
     command.add("-XX:TieredStopAtLevel=1");
     command.add("-XX:+UseSerialGC");
+    Path tmp = log.resolveSibling(log.getFileName() + ".tmp");
+    Files.createDirectories(tmp);
+    command.add("-Djava.io.tmpdir=" + tmp); // a system property given below wins
     command.addAll(systemProperties);
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
