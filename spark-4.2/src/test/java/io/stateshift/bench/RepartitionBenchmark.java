@@ -58,6 +58,7 @@ public final class RepartitionBenchmark {
       boolean keep,
       boolean warmup,
       String master,
+      double tail,
       List<String> argv) {
 
     static Options parse(String[] args) {
@@ -96,7 +97,8 @@ public final class RepartitionBenchmark {
               "work-dir",
               "out",
               "methods",
-              "master");
+              "master",
+              "tail");
       for (String k : values.keySet()) {
         if (!known.contains(k)) {
           throw new IllegalArgumentException("unknown option --" + k + "\n" + USAGE);
@@ -137,6 +139,7 @@ public final class RepartitionBenchmark {
           flags.contains("keep"),
           !flags.contains("no-warmup"),
           values.getOrDefault("master", "local[2]"),
+          Double.parseDouble(values.getOrDefault("tail", "0.01")),
           List.of(args));
     }
 
@@ -158,7 +161,10 @@ public final class RepartitionBenchmark {
         --methods stateshift,builtin,replay,floor   also: unchecked (stateshift without the
                                      placement check), ondemand,restart (restart the query
                                      with spark.sql.streaming.stateStore.partitions set / unset),
-                                     migrate (stateshift migrate to the other provider)
+                                     migrate (stateshift migrate to the other provider),
+                                     prepared (prepare, a tail batch, then the repartition
+                                     from the prepared layout; HDFS-backed)
+        --tail 0.01                  share of the keys the prepared method's tail batch updates
         --cold                       also time fresh processes: ./stateshift repartition vs the
                                      built-in runner in a fresh java (slow)
         --cold-heap 2g               -Xmx of the cold processes (./stateshift's default)
@@ -437,6 +443,8 @@ public final class RepartitionBenchmark {
                 case Results.STATESHIFT -> timeStateshift(c, master, rowsBefore);
                 case Results.UNCHECKED -> timeWithoutPlacementCheck(c, master, rowsBefore);
                 case Results.MIGRATE -> timeMigrate(c, provider, master, rowsBefore);
+                case Results.PREPARED ->
+                    timePrepared(c, shape, provider, input, master, rowsBefore);
                 case Results.BUILTIN -> timeBuiltin(c, shape, master, rowsBefore);
                 case Results.REPLAY -> timeReplay(c, shape, provider, input);
                 case Results.FLOOR -> timeFloor(c, master);
@@ -533,6 +541,53 @@ public final class RepartitionBenchmark {
         rowsBefore,
         copy -> shift.migrateState(copy).toProvider(target).toPartitions(c.to).assumeStopped(),
         target.equals("hdfs") ? "HDFSBacked" : "RocksDB");
+  }
+
+  /**
+   * The repartition at restart from a prepared layout: untimed, {@code prepare} on a fresh copy,
+   * then one more batch over an input file that updates {@code --tail} of the keys (the tail);
+   * timed, the repartition, which must take the prepared path and replay the tail. Compare with
+   * {@link #timeStateshift}, the full path over the same state.
+   */
+  private Results.Run timePrepared(
+      Results.Case c,
+      Workload.Shape shape,
+      Workload.Provider provider,
+      Path input,
+      Path master,
+      Map<String, Long> rowsBefore) {
+    Path copy = freshCopy(master);
+    shift.prepareState(copy.toString()).toPartitions(c.to).execute();
+    Path tailFile = Workload.writeTail(spark, input, c.keys, options.tail());
+    try {
+      Workload.runQuery(spark, shape, provider, input, copy, c.from);
+    } finally {
+      Dirs.delete(tailFile);
+      unloadStateStores();
+    }
+    Results.Run run = new Results.Run();
+    RepartitionResult result;
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      result = shift.repartitionState(copy.toString()).toPartitions(c.to).assumeStopped().execute();
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+    }
+    run.phases = new LinkedHashMap<>(result.phaseMillis());
+    run.check.put("path", result.path().toString());
+    run.check.put("rowsReplayed", result.path().rowsReplayed());
+    run.check.put("tailShare", options.tail());
+    String problem =
+        !result.path().prepared()
+            ? "the prepared layout was not used: " + result.path()
+            : check(copy, c.to, rowsBefore, run);
+    if (problem != null) {
+      throw new CorrectnessFailure(
+          "prepared " + c.from + "->" + c.to + " on " + copy + ": " + problem + " (copy kept)");
+    }
+    Dirs.delete(copy);
+    return run;
   }
 
   /**

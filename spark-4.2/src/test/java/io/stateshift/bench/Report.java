@@ -76,6 +76,10 @@ final class Report {
     if (migrate) {
       header.addAll(List.of("7 migrate to the other provider s", "7/1"));
     }
+    boolean prepared = cases.stream().anyMatch(c -> c.methods.containsKey(Results.PREPARED));
+    if (prepared) {
+      header.addAll(List.of("8 from a prepared layout s", "8/1"));
+    }
     if (cold) {
       header.addAll(List.of("cold 1 s", "cold 2 s", "cold 2/1"));
     }
@@ -119,6 +123,11 @@ final class Report {
       if (migrate) {
         cells.addAll(
             List.of(time(c, Results.MIGRATE), ratio(c.ratio(Results.MIGRATE, Results.STATESHIFT))));
+      }
+      if (prepared) {
+        cells.addAll(
+            List.of(
+                time(c, Results.PREPARED), ratio(c.ratio(Results.PREPARED, Results.STATESHIFT))));
       }
       if (cold) {
         cells.addAll(

@@ -34,9 +34,15 @@ final class Results {
    */
   static final String MIGRATE = "migrate";
 
+  /**
+   * The repartition from a layout {@code stateshift prepare} wrote before a tail batch: beside
+   * {@link #STATESHIFT} (the full path) in one run, what preparing saves at the restart.
+   */
+  static final String PREPARED = "prepared";
+
   static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
   static final List<String> ALL_WARM =
-      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART, UNCHECKED, MIGRATE);
+      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART, UNCHECKED, MIGRATE, PREPARED);
 
   /** One timed run of one method. */
   static final class Run {
@@ -209,6 +215,7 @@ final class Results {
       ratios.put("(ondemand-restart)/stateshift", finite(onDemandOverCommand()));
       ratios.put("stateshift/unchecked", finite(ratio(STATESHIFT, UNCHECKED)));
       ratios.put("migrate/stateshift", finite(ratio(MIGRATE, STATESHIFT)));
+      ratios.put("prepared/stateshift", finite(ratio(PREPARED, STATESHIFT)));
       m.put("ratiosOfMin", ratios);
       m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
       m.put("storesPerPartition", storesPerPartition);

@@ -202,6 +202,44 @@ final class Workload {
   }
 
   /**
+   * Writes one more input file, of {@code share x keys} events with the first ids of the input: for
+   * the windowed count they update that many existing (window, device) keys and move no watermark.
+   * Returns the file; delete it once the batch over it has run, so the other methods never see it.
+   */
+  static Path writeTail(SparkSession spark, Path input, long keys, double share) {
+    long events = Math.max(1, Math.round(keys * share));
+    long devices = keys / 2;
+    Path tmp = input.resolveSibling(input.getFileName() + "-tail-tmp");
+    Path file = input.resolve("events-tail-" + java.util.UUID.randomUUID() + ".parquet");
+    try {
+      Dirs.delete(tmp);
+      spark
+          .range(0, events, 1, 1)
+          .selectExpr(
+              "concat('e', id % " + keys + ") AS eventId",
+              "concat('device-', id % " + devices + ") AS device",
+              "timestamp_seconds("
+                  + T0
+                  + " + ((id div "
+                  + devices
+                  + ") % 2) * 300 + id % 300) AS ts")
+          .write()
+          .parquet(tmp.toString());
+      try (var list = Files.list(tmp)) {
+        Path part =
+            list.filter(p -> p.getFileName().toString().endsWith(".parquet"))
+                .findFirst()
+                .orElseThrow();
+        Files.move(part, file);
+      }
+      Dirs.delete(tmp);
+      return file;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
    * Runs {@code shape} over every input file (one file per micro-batch, Trigger.AvailableNow) into
    * {@code checkpoint} with {@code partitions} state partitions and a no-op sink; returns the
    * number of batches run.
