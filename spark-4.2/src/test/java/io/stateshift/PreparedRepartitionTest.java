@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.spark.state.StoreMaintenance;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -160,6 +161,34 @@ class PreparedRepartitionTest {
     RepartitionResult result = repartition(checkpoint, 6);
     assertThat(result.path().prepared()).isFalse();
     assertThat(result.path().reason()).contains("prepared file");
+    finishAndCompare(run, checkpoint, sink);
+  }
+
+  @Test
+  void tailFilesRemovedByMaintenanceFallBackToTheFullPathAndSayWhy() {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    long v = prepare(checkpoint, 6).prepared().get().preparedBatch();
+    write(run, FILES_BEFORE, 2);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    // Spark's maintenance, by its own provider: a snapshot of the last version, nothing removed
+    StoreMaintenance.run(spark, checkpoint, 1, 100);
+    write(run, FILES_BEFORE + 2, FILES_TAIL - 2);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    // retaining one version: the files before that snapshot go, the tail's first delta among them
+    StoreMaintenance.run(spark, checkpoint, 1, 1);
+    assertThat(checkpoint.resolve("state/0/0/" + (v + 2) + ".delta")).doesNotExist();
+
+    RepartitionResult result = repartition(checkpoint, 6);
+    assertThat(result.path().prepared()).isFalse();
+    assertThat(result.path().reason())
+        .contains(".delta of batch " + (v + 1) + " is gone")
+        .contains("maintenance");
+    assertThat(result.path().lastCommittedBatch()).isEqualTo(result.plan().lastCommittedBatch());
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
     finishAndCompare(run, checkpoint, sink);
   }
 
