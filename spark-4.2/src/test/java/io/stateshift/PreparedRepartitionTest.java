@@ -1,8 +1,10 @@
 package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.spark.state.StoreMaintenance;
+import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -10,10 +12,13 @@ import io.stateshift.testing.StreamRun;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -190,6 +195,63 @@ class PreparedRepartitionTest {
     assertThat(result.path().lastCommittedBatch()).isEqualTo(result.plan().lastCommittedBatch());
     assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
     finishAndCompare(run, checkpoint, sink);
+  }
+
+  /**
+   * The restart with {@code spark.sql.streaming.stateStore.partitions} set to the prepared count: a
+   * changed query is refused with everything unchanged; the unchanged query's on-demand repartition
+   * starts from the prepared layout and its progress says so.
+   */
+  @Test
+  void onDemandRestartUsesThePreparedLayout() {
+    SparkSession session = spark.newSession();
+    StreamRun run = new StreamRun(session, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    long v =
+        StateShift.get(session)
+            .prepareState(checkpoint.toString())
+            .toPartitions(6)
+            .execute()
+            .prepared()
+            .orElseThrow()
+            .preparedBatch();
+    write(run, FILES_BEFORE, FILES_TAIL);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+
+    write(run, FILES_BEFORE + FILES_TAIL, FILES_AFTER);
+    run.writeFlush(ALL_FILES);
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    conf.put(StateShiftExtensions.STATE_PARTITIONS, "6");
+    // a changed query is refused before any state moves: checkpoint and prepared layout intact
+    var before = CheckpointDigest.of(checkpoint);
+    assertThatThrownBy(
+            () ->
+                run.runAvailable(
+                    StatefulQueries.GROUPED_COUNT,
+                    checkpoint,
+                    tmp.resolve("changed-sink"),
+                    new HashMap<>(conf)))
+        .hasStackTraceContaining("differ from those in checkpoint");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+    List<StreamingQueryProgress> progress = run.runAvailable(QUERY, checkpoint, sink, conf);
+
+    assertThat(StreamRun.stateInstances(progress)).containsOnly(6L);
+    RepartitionResult result =
+        StateShiftExtensions.lastRepartition(progress.get(0).id()).orElseThrow();
+    assertThat(result.path().prepared()).isTrue();
+    assertThat(result.path().preparedBatch()).isEqualTo(v);
+    assertThat(result.path().lastCommittedBatch()).isGreaterThan(v);
+    assertThat(result.path().rowsReplayed()).isPositive();
+    assertThat(progress.get(0).durationMs())
+        .containsKey(StateShiftExtensions.PROGRESS_KEY)
+        .containsKey(StateShiftExtensions.PROGRESS_PREPARED_KEY);
+    assertThat(progress.get(0).durationMs().get(StateShiftExtensions.PROGRESS_PREPARED_KEY))
+        .isLessThanOrEqualTo(progress.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY));
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
   }
 
   // ---- helpers ----

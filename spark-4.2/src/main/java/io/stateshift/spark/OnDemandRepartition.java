@@ -44,7 +44,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   private final SparkSession session;
 
   /** A repartition time to report in the first progress of a run after {@code afterBatch}. */
-  private record Unreported(long millis, long afterBatch) {}
+  private record Unreported(long millis, long preparedReplayMillis, long afterBatch) {}
 
   private final Map<UUID, Unreported> unreported = new ConcurrentHashMap<>();
 
@@ -158,7 +158,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
             .fileSink(sinkLog.orElse(null))
             .execute();
     LAST_BY_QUERY.put(event.id(), result);
-    unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
+    long replay = result.path().prepared() ? result.phaseMillis().getOrDefault("stage", 0L) : -1;
+    unreported.put(event.runId(), new Unreported(result.totalMillis(), replay, afterBatch));
     LOG.info(
         "State repartition of query {} completed in {} ms: {}",
         event.id(),
@@ -237,6 +238,12 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       // This listener is attached before any the user adds, so it runs first: every listener,
       // lastProgress and recentProgress see the same, completed progress object.
       event.progress().durationMs().put(PROGRESS_KEY, pending.millis());
+      if (pending.preparedReplayMillis() >= 0) {
+        event
+            .progress()
+            .durationMs()
+            .put(StateShiftExtensions.PROGRESS_PREPARED_KEY, pending.preparedReplayMillis());
+      }
     }
   }
 
