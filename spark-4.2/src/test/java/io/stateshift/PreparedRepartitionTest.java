@@ -254,6 +254,27 @@ class PreparedRepartitionTest {
     assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
   }
 
+  @Test
+  void rocksDbIsRefusedWithTheCheckpointUnchanged() {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    write(run, 0, 1);
+    run.runAvailable(
+        QUERY, checkpoint, tmp.resolve("sink"), StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
+    var before = CheckpointDigest.of(checkpoint);
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(6).execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
+            e ->
+                assertThat(e.reason()).isEqualTo(StateShiftException.Reason.UNSUPPORTED_CHECKPOINT))
+        .hasMessageContaining("prepare supports the HDFS-backed state store")
+        .hasMessageContaining("uses the RocksDB state store")
+        .hasMessageContaining("Nothing was written");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
   // ---- helpers ----
 
   private PrepareResult prepare(Path checkpoint, int partitions) {
