@@ -3,6 +3,7 @@ package io.stateshift;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.stateshift.spark.state.DeltaChanges;
 import io.stateshift.spark.state.StoreMaintenance;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
@@ -84,7 +85,7 @@ class PreparedRepartitionTest {
   }
 
   @Test
-  void preparedWhileStoppedThenMovedForwardIsUsed() {
+  void preparedWhileStoppedThenMovedForwardIsUsed() throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -99,6 +100,12 @@ class PreparedRepartitionTest {
         .isGreaterThan(first.prepared().get().preparedBatch());
     write(run, FILES_BEFORE + 1, FILES_TAIL - 1);
     run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    // the tail adds and updates windows and evicts those behind the watermark
+    long v = second.prepared().get().preparedBatch();
+    DeltaChanges.Counts tail =
+        DeltaChanges.of(spark, checkpoint, v + 2, lastCommitted(checkpoint) + 1);
+    assertThat(tail.puts()).isPositive();
+    assertThat(tail.removals()).isPositive();
 
     RepartitionResult result = repartition(checkpoint, 3);
     assertThat(result.path().prepared()).isTrue();
