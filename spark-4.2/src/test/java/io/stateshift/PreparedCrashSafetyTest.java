@@ -3,6 +3,7 @@ package io.stateshift;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.CrashTestInput;
 import io.stateshift.testing.SparkTestSession;
@@ -12,9 +13,11 @@ import io.stateshift.testing.StreamRun;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -94,6 +97,62 @@ class PreparedCrashSafetyTest {
       assertThat(again.path().preparedBatch()).isEqualTo(v);
     }
     assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+
+    run.writeEvents(3, 200, 30);
+    run.writeFlush(4);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .containsExactlyElementsOf(oracle());
+  }
+
+  /**
+   * A prepare killed while its tasks write the new partitions leaves a folder without a manifest,
+   * which is never used, and nothing else: the next prepare removes it, and the repartition then
+   * starts from the finished layout.
+   */
+  @Test
+  void killedPrepareLeavesNothingThatIsUsed() throws Exception {
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 200, 30);
+    run.writeEvents(1, 200, 30);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    Path log = tmp.resolve("child.log");
+    int exit =
+        ChildJvm.runCli(
+            log,
+            List.of("-D" + FailPoints.PROPERTY + "=staging-task"),
+            "prepare",
+            "--checkpoint",
+            checkpoint.toString(),
+            "--partitions",
+            Integer.toString(TO));
+    assertThat(exit).as("exit code; log: %s", Files.readString(log)).isEqualTo(137);
+    Map<String, String> after = CheckpointDigest.of(checkpoint);
+    assertThat(after.keySet())
+        .as("an unfinished prepared folder, no manifest")
+        .anyMatch(p -> p.startsWith("_stateshift/prepared/"))
+        .noneMatch(p -> p.endsWith("manifest.json"));
+    after.keySet().removeIf(p -> p.startsWith("_stateshift"));
+    before.keySet().removeIf(p -> p.startsWith("_stateshift"));
+    assertThat(after).as("everything outside _stateshift/prepared").isEqualTo(before);
+
+    PrepareResult prepared =
+        StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(TO).execute();
+    assertThat(prepared.removed()).as("the unfinished folder").isEqualTo(1);
+    run.writeEvents(2, 200, 30);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
+    assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
+    assertThat(result.path().preparedBatch())
+        .isEqualTo(prepared.prepared().orElseThrow().preparedBatch());
 
     run.writeEvents(3, 200, 30);
     run.writeFlush(4);
