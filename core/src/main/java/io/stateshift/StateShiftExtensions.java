@@ -27,6 +27,13 @@ public final class StateShiftExtensions implements Function1<SparkSessionExtensi
   public static final String PROGRESS_KEY = "controlBatch.REPARTITION";
 
   /**
+   * Present in the same progress only when the repartition started from a prepared layout ({@code
+   * stateshift prepare}): the time it took to replay the batches committed since and write the new
+   * partitions, within {@link #PROGRESS_KEY}'s time.
+   */
+  public static final String PROGRESS_PREPARED_KEY = PROGRESS_KEY + ".preparedReplay";
+
+  /**
    * Details of the last on-demand repartition of a query in this application: counts, rows and
    * bytes moved per operator and store, and phase times. Empty when none happened.
    */

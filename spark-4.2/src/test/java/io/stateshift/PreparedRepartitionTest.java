@@ -1,7 +1,11 @@
 package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.stateshift.spark.state.DeltaChanges;
+import io.stateshift.spark.state.StoreMaintenance;
+import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -9,10 +13,13 @@ import io.stateshift.testing.StreamRun;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -78,7 +85,7 @@ class PreparedRepartitionTest {
   }
 
   @Test
-  void preparedWhileStoppedThenMovedForwardIsUsed() {
+  void preparedWhileStoppedThenMovedForwardIsUsed() throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -93,6 +100,12 @@ class PreparedRepartitionTest {
         .isGreaterThan(first.prepared().get().preparedBatch());
     write(run, FILES_BEFORE + 1, FILES_TAIL - 1);
     run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    // the tail adds and updates windows and evicts those behind the watermark
+    long v = second.prepared().get().preparedBatch();
+    DeltaChanges.Counts tail =
+        DeltaChanges.of(spark, checkpoint, v + 2, lastCommitted(checkpoint) + 1);
+    assertThat(tail.puts()).isPositive();
+    assertThat(tail.removals()).isPositive();
 
     RepartitionResult result = repartition(checkpoint, 3);
     assertThat(result.path().prepared()).isTrue();
@@ -161,6 +174,112 @@ class PreparedRepartitionTest {
     assertThat(result.path().prepared()).isFalse();
     assertThat(result.path().reason()).contains("prepared file");
     finishAndCompare(run, checkpoint, sink);
+  }
+
+  @Test
+  void tailFilesRemovedByMaintenanceFallBackToTheFullPathAndSayWhy() {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    long v = prepare(checkpoint, 6).prepared().get().preparedBatch();
+    write(run, FILES_BEFORE, 2);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    // Spark's maintenance, by its own provider: a snapshot of the last version, nothing removed
+    StoreMaintenance.run(spark, checkpoint, 1, 100);
+    write(run, FILES_BEFORE + 2, FILES_TAIL - 2);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    // retaining one version: the files before that snapshot go, the tail's first delta among them
+    StoreMaintenance.run(spark, checkpoint, 1, 1);
+    assertThat(checkpoint.resolve("state/0/0/" + (v + 2) + ".delta")).doesNotExist();
+
+    RepartitionResult result = repartition(checkpoint, 6);
+    assertThat(result.path().prepared()).isFalse();
+    assertThat(result.path().reason())
+        .contains(".delta of batch " + (v + 1) + " is gone")
+        .contains("maintenance");
+    assertThat(result.path().lastCommittedBatch()).isEqualTo(result.plan().lastCommittedBatch());
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    finishAndCompare(run, checkpoint, sink);
+  }
+
+  /**
+   * The restart with {@code spark.sql.streaming.stateStore.partitions} set to the prepared count: a
+   * changed query is refused with everything unchanged; the unchanged query's on-demand repartition
+   * starts from the prepared layout and its progress says so.
+   */
+  @Test
+  void onDemandRestartUsesThePreparedLayout() {
+    SparkSession session = spark.newSession();
+    StreamRun run = new StreamRun(session, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    long v =
+        StateShift.get(session)
+            .prepareState(checkpoint.toString())
+            .toPartitions(6)
+            .execute()
+            .prepared()
+            .orElseThrow()
+            .preparedBatch();
+    write(run, FILES_BEFORE, FILES_TAIL);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+
+    write(run, FILES_BEFORE + FILES_TAIL, FILES_AFTER);
+    run.writeFlush(ALL_FILES);
+    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(4));
+    conf.put(StateShiftExtensions.STATE_PARTITIONS, "6");
+    // a changed query is refused before any state moves: checkpoint and prepared layout intact
+    var before = CheckpointDigest.of(checkpoint);
+    assertThatThrownBy(
+            () ->
+                run.runAvailable(
+                    StatefulQueries.GROUPED_COUNT,
+                    checkpoint,
+                    tmp.resolve("changed-sink"),
+                    new HashMap<>(conf)))
+        .hasStackTraceContaining("differ from those in checkpoint");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+    List<StreamingQueryProgress> progress = run.runAvailable(QUERY, checkpoint, sink, conf);
+
+    assertThat(StreamRun.stateInstances(progress)).containsOnly(6L);
+    RepartitionResult result =
+        StateShiftExtensions.lastRepartition(progress.get(0).id()).orElseThrow();
+    assertThat(result.path().prepared()).isTrue();
+    assertThat(result.path().preparedBatch()).isEqualTo(v);
+    assertThat(result.path().lastCommittedBatch()).isGreaterThan(v);
+    assertThat(result.path().rowsReplayed()).isPositive();
+    assertThat(progress.get(0).durationMs())
+        .containsKey(StateShiftExtensions.PROGRESS_KEY)
+        .containsKey(StateShiftExtensions.PROGRESS_PREPARED_KEY);
+    assertThat(progress.get(0).durationMs().get(StateShiftExtensions.PROGRESS_PREPARED_KEY))
+        .isLessThanOrEqualTo(progress.get(0).durationMs().get(StateShiftExtensions.PROGRESS_KEY));
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
+  }
+
+  @Test
+  void rocksDbIsRefusedWithTheCheckpointUnchanged() {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    write(run, 0, 1);
+    run.runAvailable(
+        QUERY, checkpoint, tmp.resolve("sink"), StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
+    var before = CheckpointDigest.of(checkpoint);
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(6).execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
+            e ->
+                assertThat(e.reason()).isEqualTo(StateShiftException.Reason.UNSUPPORTED_CHECKPOINT))
+        .hasMessageContaining("prepare supports the HDFS-backed state store")
+        .hasMessageContaining("uses the RocksDB state store")
+        .hasMessageContaining("Nothing was written");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 
   // ---- helpers ----

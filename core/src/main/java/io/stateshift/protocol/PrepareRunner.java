@@ -125,17 +125,25 @@ public final class PrepareRunner {
               + target
               + " partitions. Nothing to do.");
     }
-    if (layout.rocksDb()
-        || layout.checkpointIdsEnabled()
-        || layout.stores().stream().anyMatch(StoreSpec::hasColumnFamilies)) {
+    String unsupported =
+        layout.rocksDb()
+            ? "the RocksDB state store"
+            : layout.checkpointIdsEnabled()
+                ? "state checkpoint format v2"
+                : layout.stores().stream().anyMatch(StoreSpec::hasColumnFamilies)
+                    ? "a store with column families (transformWithState)"
+                    : null;
+    if (unsupported != null) {
       throw new StateShiftException(
           Reason.UNSUPPORTED_CHECKPOINT,
-          "prepare supports checkpoints on the HDFS-backed state store without column families; "
+          "prepare supports the HDFS-backed state store (state checkpoint format v1, no column "
+              + "families); "
               + files.root()
               + " uses "
-              + layout.provider()
-              + ". Repartition it at the restart with stateshift repartition. Nothing was "
-              + "written.");
+              + unsupported
+              + ". Repartition it at the restart instead (stateshift repartition, or "
+              + "spark.sql.streaming.stateStore.partitions), which moves all its state. Nothing "
+              + "was written.");
     }
   }
 

@@ -51,7 +51,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
   private final SparkSession session;
 
   /** A repartition time to report in the first progress of a run after {@code afterBatch}. */
-  private record Unreported(long millis, long afterBatch) {}
+  private record Unreported(long millis, long preparedReplayMillis, long afterBatch) {}
 
   private final Map<UUID, Unreported> unreported = new ConcurrentHashMap<>();
 
@@ -310,7 +310,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     }
     RepartitionResult result = runner.execute();
     LAST_BY_QUERY.put(event.id(), result);
-    unreported.put(event.runId(), new Unreported(result.totalMillis(), afterBatch));
+    long replay = result.path().prepared() ? result.phaseMillis().getOrDefault("stage", 0L) : -1;
+    unreported.put(event.runId(), new Unreported(result.totalMillis(), replay, afterBatch));
     LOG.info(
         "State {} of query {} completed in {} ms: {}",
         change.provider() == null ? "repartition" : "migration",
@@ -397,6 +398,12 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       // This listener is attached before any the user adds, so it runs first: every listener,
       // lastProgress and recentProgress see the same, completed progress object.
       event.progress().durationMs().put(PROGRESS_KEY, pending.millis());
+      if (pending.preparedReplayMillis() >= 0) {
+        event
+            .progress()
+            .durationMs()
+            .put(StateShiftExtensions.PROGRESS_PREPARED_KEY, pending.preparedReplayMillis());
+      }
     }
   }
 

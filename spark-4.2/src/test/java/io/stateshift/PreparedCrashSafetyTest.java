@@ -1,0 +1,171 @@
+package io.stateshift;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.protocol.FailPoints;
+import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.ChildJvm;
+import io.stateshift.testing.CrashTestInput;
+import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StatefulQueries;
+import io.stateshift.testing.StreamRun;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * A repartition that starts from a prepared layout, killed with SIGKILL (in a separate JVM) while a
+ * task replays the tail onto a new partition, after the replay, or in the switch, leaves the old
+ * layout or the new one, never a mix: the query restarted with StateShiftExtensions undoes or
+ * finishes the attempt, runs on whichever layout that is and writes the uninterrupted output. The
+ * prepared layout is only read, so after an undone attempt the next repartition uses it again.
+ */
+class PreparedCrashSafetyTest {
+  static final int FROM = 4;
+  static final int TO = 3;
+
+  private final SparkSession spark = SparkTestSession.get();
+
+  @TempDir Path tmp;
+
+  @TempDir static Path oracleDir;
+
+  private static List<String> oracle;
+
+  static Stream<String> killPoints() {
+    return Stream.of("staging-task", "staged", "published");
+  }
+
+  @ParameterizedTest(name = "SIGKILL at {0}")
+  @MethodSource("killPoints")
+  void killedReplayLeavesTheOldOrTheNewLayout(String point) throws Exception {
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 200, 30);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    long v =
+        StateShift.get(spark)
+            .prepareState(checkpoint.toString())
+            .toPartitions(TO)
+            .execute()
+            .prepared()
+            .orElseThrow()
+            .preparedBatch();
+    run.writeEvents(1, 200, 30); // the tail the restart replays
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+
+    Path log = tmp.resolve("child.log");
+    int exit =
+        ChildJvm.runCli(
+            log,
+            List.of("-D" + FailPoints.PROPERTY + "=" + point),
+            "repartition",
+            "--checkpoint",
+            checkpoint.toString(),
+            "--partitions",
+            Integer.toString(TO),
+            "--assume-stopped");
+    String childLog = Files.readString(log);
+    assertThat(exit).as("exit code; log: %s", childLog).isEqualTo(137);
+    assertThat(childLog).contains("using the layout prepared at batch " + v);
+
+    boolean finished = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
+    run.writeEvents(2, 200, 30);
+    List<StreamingQueryProgress> restarted =
+        run.runAvailable(
+            StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+    assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) (finished ? TO : FROM));
+    assertThat(checkpoint.resolve("_stateshift/journal")).doesNotExist();
+    if (finished) {
+      assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    } else {
+      RepartitionResult again =
+          StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
+      assertThat(again.path().prepared()).as("path: %s", again.path()).isTrue();
+      assertThat(again.path().preparedBatch()).isEqualTo(v);
+    }
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+
+    run.writeEvents(3, 200, 30);
+    run.writeFlush(4);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .containsExactlyElementsOf(oracle());
+  }
+
+  /**
+   * A prepare killed while its tasks write the new partitions leaves a folder without a manifest,
+   * which is never used, and nothing else: the next prepare removes it, and the repartition then
+   * starts from the finished layout.
+   */
+  @Test
+  void killedPrepareLeavesNothingThatIsUsed() throws Exception {
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 200, 30);
+    run.writeEvents(1, 200, 30);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    Path log = tmp.resolve("child.log");
+    int exit =
+        ChildJvm.runCli(
+            log,
+            List.of("-D" + FailPoints.PROPERTY + "=staging-task"),
+            "prepare",
+            "--checkpoint",
+            checkpoint.toString(),
+            "--partitions",
+            Integer.toString(TO));
+    assertThat(exit).as("exit code; log: %s", Files.readString(log)).isEqualTo(137);
+    Map<String, String> after = CheckpointDigest.of(checkpoint);
+    assertThat(after.keySet())
+        .as("an unfinished prepared folder, no manifest")
+        .anyMatch(p -> p.startsWith("_stateshift/prepared/"))
+        .noneMatch(p -> p.endsWith("manifest.json"));
+    after.keySet().removeIf(p -> p.startsWith("_stateshift"));
+    before.keySet().removeIf(p -> p.startsWith("_stateshift"));
+    assertThat(after).as("everything outside _stateshift/prepared").isEqualTo(before);
+
+    PrepareResult prepared =
+        StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(TO).execute();
+    assertThat(prepared.removed()).as("the unfinished folder").isEqualTo(1);
+    run.writeEvents(2, 200, 30);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
+    assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
+    assertThat(result.path().preparedBatch())
+        .isEqualTo(prepared.prepared().orElseThrow().preparedBatch());
+
+    run.writeEvents(3, 200, 30);
+    run.writeFlush(4);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .containsExactlyElementsOf(oracle());
+  }
+
+  private synchronized List<String> oracle() {
+    if (oracle == null) {
+      oracle = CrashTestInput.build(spark, oracleDir.resolve("oracle")).oracle();
+    }
+    return oracle;
+  }
+}

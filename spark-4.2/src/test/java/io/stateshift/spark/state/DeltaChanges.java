@@ -1,0 +1,57 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StoreSpec;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.io.CompressionCodec;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * The puts and removals an HDFS-backed checkpoint's delta files record for a range of state
+ * versions, over every store and partition: what a tail between a prepared batch and the last one
+ * changes.
+ */
+public final class DeltaChanges {
+  private DeltaChanges() {}
+
+  /** Puts and removals recorded by the delta files of versions {@code first..last}. */
+  public record Counts(long puts, long removals) {}
+
+  public static Counts of(
+      SparkSession spark, java.nio.file.Path checkpoint, long firstVersion, long lastVersion) {
+    CheckpointFiles files =
+        CheckpointFiles.at(checkpoint.toString(), spark.sessionState().newHadoopConf());
+    StateLayout layout = StateLayout.read(spark, Checkpoint.load(files), true);
+    CompressionCodec codec =
+        HdfsFileExchange.codec(StateStores.storeConf(layout.storeConf()).compressionCodec());
+    FileSystem fs = files.fs();
+    long puts = 0;
+    long removals = 0;
+    byte[][] entry = new byte[2][];
+    for (StoreSpec spec : layout.stores()) {
+      for (int p = 0; p < layout.partitions(); p++) {
+        for (long v = firstVersion; v <= lastVersion; v++) {
+          Path delta = new Path(files.path(spec.dir(p)), v + ".delta");
+          try (DataInputStream in = HdfsFileExchange.decoding(fs.open(delta), codec, delta)) {
+            while (HdfsFileExchange.nextEntry(in, delta, entry)) {
+              if (entry[1] == null) {
+                removals++;
+              } else {
+                puts++;
+              }
+            }
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        }
+      }
+    }
+    return new Counts(puts, removals);
+  }
+}

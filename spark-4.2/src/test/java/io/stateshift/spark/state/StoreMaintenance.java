@@ -1,0 +1,48 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StoreSpec;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+
+/**
+ * Runs Spark's own maintenance of every state store partition of a stopped checkpoint, as the
+ * maintenance task of a running query would: the provider loads the last committed version, then
+ * {@code doMaintenance()} writes its snapshot where enough delta files precede it and removes the
+ * files older than the newest version to retain.
+ */
+public final class StoreMaintenance {
+  private StoreMaintenance() {}
+
+  public static void run(
+      SparkSession spark, Path checkpoint, int minDeltasForSnapshot, int minBatchesToRetain) {
+    CheckpointFiles files =
+        CheckpointFiles.at(checkpoint.toString(), spark.sessionState().newHadoopConf());
+    StateLayout layout = StateLayout.read(spark, Checkpoint.load(files), true);
+    Map<String, String> settings = new HashMap<>(layout.storeConf());
+    settings.put(
+        "spark.sql.streaming.stateStore.minDeltasForSnapshot",
+        Integer.toString(minDeltasForSnapshot));
+    settings.put("spark.sql.streaming.minBatchesToRetain", Integer.toString(minBatchesToRetain));
+    StateStoreConf storeConf = StateStores.storeConf(settings);
+    long version = layout.lastCommitted() + 1;
+    for (StoreSpec spec : layout.stores()) {
+      for (int p = 0; p < layout.partitions(); p++) {
+        StateStoreProvider provider =
+            StateStores.open(files.path("state").toString(), spec, p, storeConf, files.conf());
+        try {
+          provider.getReadStore(version, ScalaBridge.none()).release();
+          provider.doMaintenance();
+        } finally {
+          provider.close();
+        }
+      }
+    }
+  }
+}
