@@ -62,8 +62,8 @@ public class ResultsTable {
         + "stateshift | floor s | stateshift / floor | cold stateshift s | cold built-in s | cold "
         + "built-in / stateshift | on-demand restart s (plain restart s) | stateshift peak heap "
         + "MB (-Xmx) | stateshift rows/s | ms per store above floor | migrate to the other provider s "
-        + "(migrate / stateshift) |\n");
-    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        + "(migrate / stateshift) | from a prepared layout s (prepared / stateshift) |\n");
+    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Row r : rows) {
       table.append("| ").append(String.join(" | ", r.cells())).append(" |\n");
     }
@@ -118,6 +118,10 @@ public class ResultsTable {
         ? seconds(m.path("migrate").path("minMillis")) + " ("
             + ratio(ratios.path("migrate/stateshift")) + ")"
         : "-";
+    String prepared = m.has("prepared") && m.path("prepared").has("minMillis")
+        ? seconds(m.path("prepared").path("minMillis")) + " ("
+            + ratio(ratios.path("prepared/stateshift")) + ")"
+        : "-";
     String heap = m.has("stateshift")
         ? (m.path("stateshift").path("maxHeapPeakBytes").asLong() >> 20) + " (" + heapMb + ")"
         : "-";
@@ -143,7 +147,8 @@ public class ResultsTable {
             ? String.format(Locale.ROOT, "%.1f",
                 c.path("stateshiftMsPerStoreAboveFloor").asDouble())
             : "-",
-        migrate};
+        migrate,
+        prepared};
   }
 
   private static String minMedian(JsonNode method) {
