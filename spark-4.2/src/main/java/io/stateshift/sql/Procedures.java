@@ -279,7 +279,7 @@ final class Procedures {
     }
 
     private static String[] notes(RepartitionPlan plan) {
-      return MigrateState.sessionNotes(plan.targetStateStoreProvider()).toArray(String[]::new);
+      return MigrateState.sessionNotes(plan).toArray(String[]::new);
     }
   }
 
