@@ -18,6 +18,9 @@ import java.util.Optional;
  *     first
  * @param targetStateStoreProvider the provider class the state is written for: {@code
  *     stateStoreProvider} for a repartition, another one for a migration ({@code migrate})
+ * @param checkpointFormatVersion the state checkpoint format the state is in (1, or 2 where state
+ *     versions are named by unique ids); 0 where not known
+ * @param targetCheckpointFormatVersion the format the state is written in; 0 where not known
  */
 public record RepartitionPlan(
     String checkpoint,
@@ -29,7 +32,36 @@ public record RepartitionPlan(
     long repartitionBatch,
     List<OperatorInfo> operators,
     Optional<String> interruptedAttempt,
-    String targetStateStoreProvider) {
+    String targetStateStoreProvider,
+    int checkpointFormatVersion,
+    int targetCheckpointFormatVersion) {
+
+  /** A plan whose state checkpoint format is not known. */
+  public RepartitionPlan(
+      String checkpoint,
+      String queryId,
+      String stateStoreProvider,
+      int fromPartitions,
+      int toPartitions,
+      long lastCommittedBatch,
+      long repartitionBatch,
+      List<OperatorInfo> operators,
+      Optional<String> interruptedAttempt,
+      String targetStateStoreProvider) {
+    this(
+        checkpoint,
+        queryId,
+        stateStoreProvider,
+        fromPartitions,
+        toPartitions,
+        lastCommittedBatch,
+        repartitionBatch,
+        operators,
+        interruptedAttempt,
+        targetStateStoreProvider,
+        0,
+        0);
+  }
 
   /** A plan that keeps the state store provider (a repartition). */
   public RepartitionPlan(
@@ -62,6 +94,13 @@ public record RepartitionPlan(
         && !targetStateStoreProvider.equals(stateStoreProvider);
   }
 
+  /** Whether the plan writes the state in another state checkpoint format. */
+  public boolean changesFormat() {
+    return checkpointFormatVersion > 0
+        && targetCheckpointFormatVersion > 0
+        && checkpointFormatVersion != targetCheckpointFormatVersion;
+  }
+
   /** A stateful operator and the names of its state stores. */
   public record OperatorInfo(long id, String name, List<String> stores) {}
 
@@ -75,6 +114,13 @@ public record RepartitionPlan(
       out.append(" -> ").append(targetStateStoreProvider);
     }
     out.append('\n');
+    if (checkpointFormatVersion > 0) {
+      out.append("checkpoint format: v").append(checkpointFormatVersion);
+      if (changesFormat()) {
+        out.append(" -> v").append(targetCheckpointFormatVersion);
+      }
+      out.append('\n');
+    }
     out.append("partitions:        ")
         .append(fromPartitions)
         .append(" -> ")

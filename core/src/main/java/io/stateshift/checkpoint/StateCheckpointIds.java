@@ -96,8 +96,9 @@ public final class StateCheckpointIds implements Serializable {
 
   /**
    * The text of the repartition's commit: the base commit with its {@code stateUniqueIds} replaced
-   * by the ids of the newly written versions; everything else (version line, watermark, sink
-   * metadata) is kept as it is.
+   * by the ids of the newly written versions; everything else (watermark, sink metadata) is kept as
+   * it is, and so is the version line, except that commit log version 1, which cannot carry ids,
+   * becomes version 2.
    *
    * @param newIds operator id -> store name -> the id written for each new partition
    */
@@ -135,7 +136,30 @@ public final class StateCheckpointIds implements Serializable {
         }
       }
       commit.set("stateUniqueIds", unique);
-      return versionLine + "\n" + JSON.writeValueAsString(commit);
+      // Spark's commit log version 1 cannot carry ids (its reader drops them): version 2 can
+      return (versionLine.trim().equals("v1") ? "v2" : versionLine)
+          + "\n"
+          + JSON.writeValueAsString(commit);
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * The text of a commit in state checkpoint format v1: the base commit without its {@code
+   * stateUniqueIds}, commit log version 2 (format v2's) as version 1; everything else is kept as it
+   * is.
+   */
+  public static String commitWithoutIds(String baseCommitText) {
+    int lineBreak = baseCommitText.indexOf('\n');
+    String versionLine = baseCommitText.substring(0, lineBreak);
+    try {
+      ObjectNode commit = (ObjectNode) JSON.readTree(baseCommitText.substring(lineBreak + 1));
+      commit.remove("stateUniqueIds");
+      // version 2 is format v2's commit; version 3 (with sink metadata) serves either format
+      return (versionLine.trim().equals("v2") ? "v1" : versionLine)
+          + "\n"
+          + JSON.writeValueAsString(commit);
     } catch (java.io.IOException e) {
       throw new IllegalStateException(e);
     }

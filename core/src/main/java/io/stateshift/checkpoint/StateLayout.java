@@ -72,6 +72,11 @@ public record StateLayout(
     return checkpointIds != null;
   }
 
+  /** The state checkpoint format: 2 where versions are named by unique ids, else 1. */
+  public int checkpointFormatVersion() {
+    return checkpointIdsEnabled() ? 2 : 1;
+  }
+
   /**
    * Reads and validates the layout. With {@code requireSupported}, operators this version cannot
    * repartition are refused; without, their stores are left out (for inspection).

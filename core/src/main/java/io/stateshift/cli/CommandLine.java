@@ -204,26 +204,41 @@ final class CommandLine {
               "stateshift prepare --checkpoint /data/checkpoints/orders --partitions 16"),
           new CliCommand(
               "migrate",
-              "Move the state of a stopped query to another state store provider.",
+              "Move the state of a stopped query to another state store provider or format.",
               """
           Moves the state of the stopped query at --checkpoint to another state store provider
-          (HDFS-backed to RocksDB or back), optionally with a new partition count, in one
-          crash-safe pass under the same protocol as repartition: rollback, verify and history
-          work the same way. The new batch's offset log entry names the new provider, which the
-          restarted query takes from it; what to set in the query's session, if anything, is
-          printed. Refused (exit 2, nothing written) when the checkpoint already uses the provider
-          (use repartition) or when an operator needs RocksDB (transformWithState, join state
-          format 3).
+          (HDFS-backed to RocksDB or back), another state checkpoint format (RocksDB's
+          spark.sql.streaming.stateStore.checkpointFormatVersion, 1 or 2, both ways), or both,
+          optionally with a new partition count, in one crash-safe pass under the same protocol as
+          repartition: rollback, verify and history work the same way. The new batch's offset log
+          entry names the new provider, which the restarted query takes from it; the format is the
+          session's at every start (Spark does not record it), so what to set in the query's
+          session is printed. Refused (exit 2, nothing written) when nothing would change (use
+          repartition), when an operator needs RocksDB (transformWithState, join state format 3)
+          or for format 2 on the HDFS-backed store.
           """,
               withSpark(
                   CHECKPOINT,
-                  CliOption.value("provider", "<rocksdb|hdfs>", null, "the state store to end with")
-                      .mandatory()
+                  CliOption.value(
+                          "provider",
+                          "<rocksdb|hdfs>",
+                          "the checkpoint's",
+                          "the state store to end with")
                       .checkedBy(
                           v ->
                               v.equalsIgnoreCase("rocksdb") || v.equalsIgnoreCase("hdfs")
                                   ? null
                                   : "takes rocksdb or hdfs, got '" + v + "'"),
+                  CliOption.value(
+                          "format-version",
+                          "<1|2>",
+                          "the checkpoint's",
+                          "the state checkpoint format to end with (RocksDB)")
+                      .checkedBy(
+                          v ->
+                              v.equals("1") || v.equals("2")
+                                  ? null
+                                  : "takes 1 or 2, got '" + v + "'"),
                   CliOption.value(
                           "partitions",
                           "<n>",

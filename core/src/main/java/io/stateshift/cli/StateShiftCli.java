@@ -198,13 +198,22 @@ public final class StateShiftCli {
   }
 
   private Outcome migrate(SparkSession spark, Invocation args) {
+    if (!args.has("provider") && !args.has("format-version")) {
+      throw new IllegalArgumentException(
+          "migrate needs --provider <rocksdb|hdfs>, --format-version <1|2>, or both");
+    }
     var action =
         StateShift.get(spark)
             .migrateState(args.value("checkpoint"))
-            .toProvider(args.value("provider"))
             .onProgress(message -> err.println("  " + message))
             .backupTo(args.value("backup-to"))
             .fileSink(args.value("file-sink"));
+    if (args.has("provider")) {
+      action.toProvider(args.value("provider"));
+    }
+    if (args.has("format-version")) {
+      action.toFormatVersion(args.intValue("format-version", -1));
+    }
     if (args.has("partitions")) {
       action.toPartitions(args.intValue("partitions", -1));
     }
@@ -214,22 +223,27 @@ public final class StateShiftCli {
     boolean dryRun = args.flag("dry-run");
     ObjectNode json = CliJson.envelope(args.name(), OK);
     json.put("dryRun", dryRun);
-    List<String> notes = MigrateState.sessionNotes(args.value("provider"));
-    ArrayNode notesJson = json.putArray("sessionNotes");
-    notes.forEach(notesJson::add);
     StringBuilder text = new StringBuilder();
+    RepartitionPlan plan;
     if (dryRun) {
-      RepartitionPlan plan = action.plan();
+      plan = action.plan();
       json.put("changed", false);
       putPlan(json.putObject("plan"), plan);
       text.append(plan).append("dry run: nothing was written.\n");
     } else {
       RepartitionResult result = action.execute();
+      plan = result.plan();
       json.put("changed", true);
-      putPlan(json.putObject("plan"), result.plan());
+      putPlan(json.putObject("plan"), plan);
       putResult(json.putObject("result"), result);
       text.append(result);
     }
+    List<String> notes = MigrateState.sessionNotes(plan);
+    if (notes.isEmpty() && args.has("provider")) {
+      notes = MigrateState.sessionNotes(args.value("provider"));
+    }
+    ArrayNode notesJson = json.putArray("sessionNotes");
+    notes.forEach(notesJson::add);
     text.append("In the query's session:\n");
     notes.forEach(n -> text.append("  ").append(n).append('\n'));
     return new Outcome(OK, text.toString(), json);
@@ -303,6 +317,10 @@ public final class StateShiftCli {
     node.put("queryId", plan.queryId());
     node.put("stateStoreProvider", plan.stateStoreProvider());
     node.put("targetStateStoreProvider", plan.targetStateStoreProvider());
+    if (plan.checkpointFormatVersion() > 0) {
+      node.put("checkpointFormatVersion", plan.checkpointFormatVersion());
+      node.put("targetCheckpointFormatVersion", plan.targetCheckpointFormatVersion());
+    }
     node.put("fromPartitions", plan.fromPartitions());
     node.put("toPartitions", plan.toPartitions());
     node.put("lastCommittedBatch", plan.lastCommittedBatch());

@@ -37,6 +37,12 @@ public final class FailPoints {
   /** After the file sink log's entry for the new batch (reached only with a file sink). */
   public static final String SINK_LOG = "sink-log";
 
+  /**
+   * After each old version file a change of state checkpoint format moves out of a kept partition
+   * folder (reached only by such a migration, in phase FINALIZING).
+   */
+  public static final String RETIRED_FORMAT = "retired-format";
+
   private FailPoints() {}
 
   /** Tells {@code listener} each point reached, in this JVM; null stops it. For tests. */

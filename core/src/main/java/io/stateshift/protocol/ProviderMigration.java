@@ -3,6 +3,7 @@ package io.stateshift.protocol;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.OffsetLogEntry;
+import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
@@ -78,21 +79,53 @@ public final class ProviderMigration {
   }
 
   /**
-   * Refuses, before anything is written, a migration of this layout to {@code target} that is a
-   * no-op or that Spark could not run.
+   * The state checkpoint format a user's number stands for: 1 or 2.
+   *
+   * @throws StateShiftException for any other number
    */
-  public static void check(StateLayout layout, String target, String checkpoint) {
-    if (layout.provider().equals(target)) {
+  public static int formatVersion(int version) {
+    if (version != 1 && version != 2) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "Unknown state checkpoint format version "
+              + version
+              + ": pass 1 or 2 (Spark's "
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + ").");
+    }
+    return version;
+  }
+
+  /**
+   * Refuses, before anything is written, a migration of this layout to provider {@code target} and
+   * state checkpoint format {@code targetFormat} that is a no-op or that Spark could not run.
+   */
+  public static void check(StateLayout layout, String target, int targetFormat, String checkpoint) {
+    int format = layout.checkpointFormatVersion();
+    if (layout.provider().equals(target) && format == targetFormat) {
       throw new StateShiftException(
           Reason.SAME_PROVIDER,
           "The state of "
               + checkpoint
               + " is already in the "
               + shortName(target)
-              + " state store; nothing to migrate. To change only the partition count, run "
+              + " state store with state checkpoint format v"
+              + format
+              + "; nothing to migrate. To change only the partition count, run "
               + "'stateshift repartition --checkpoint "
               + checkpoint
               + " --partitions <n>'.");
+    }
+    if (targetFormat == 2 && !target.equals(StateLayout.ROCKSDB_PROVIDER)) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Cannot migrate "
+              + checkpoint
+              + " to state checkpoint format v2 on the HDFS-backed state store: Spark supports "
+              + "format v2 ("
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + "=2) on RocksDB only. The checkpoint was not changed; migrate with "
+              + "--provider rocksdb --format-version 2, or keep format v1.");
     }
     if (!target.equals(StateLayout.HDFS_PROVIDER)) {
       return;
@@ -128,8 +161,12 @@ public final class ProviderMigration {
           "Cannot migrate "
               + checkpoint
               + " to the HDFS-backed state store: it uses state checkpoint format v2 "
-              + "(spark.sql.streaming.stateStore.checkpointFormatVersion=2), which Spark "
-              + "supports on RocksDB only. The checkpoint was not changed.");
+              + "("
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + "=2), which Spark supports on RocksDB only. The checkpoint was not changed. "
+              + "Migrate it to format v1 on RocksDB first ('stateshift migrate --checkpoint "
+              + checkpoint
+              + " --format-version 1'), then to the HDFS-backed store.");
     }
     if ("true".equals(layout.storeConf().get(ROW_CHECKSUM))) {
       throw new StateShiftException(
@@ -141,6 +178,31 @@ public final class ProviderMigration {
               + "=true), which stateshift does not write for the HDFS-backed store yet. The "
               + "checkpoint was not changed.");
     }
+  }
+
+  /**
+   * What the user must know or set in the session to run the migrated query, one line each: the
+   * provider comes from the offset log, for RocksDB changelog checkpointing is the session's, and
+   * the state checkpoint format ({@code formatVersion}, 1 or 2; 0 when unknown) is the session's at
+   * every start: Spark does not record it in the offset log.
+   */
+  public static List<String> sessionNotes(String target, int formatVersion) {
+    List<String> notes = sessionNotes(target);
+    if (formatVersion == 2) {
+      notes.add(
+          "Set "
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + "=2 in the session at every start: the state is in state checkpoint format v2, "
+              + "which Spark does not record in the checkpoint, and a start with format v1 fails.");
+    } else if (formatVersion == 1) {
+      notes.add(
+          "Leave "
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + " unset (or set it to 1) in the session at every start: the state is in state "
+              + "checkpoint format v1, which Spark does not record in the checkpoint, and a start "
+              + "with format v2 fails.");
+    }
+    return notes;
   }
 
   /**

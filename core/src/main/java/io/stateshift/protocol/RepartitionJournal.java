@@ -7,10 +7,11 @@ import java.util.Optional;
 import org.apache.hadoop.fs.Path;
 
 /**
- * The record of a repartition (or migration to another state store provider, {@link #toProvider})
- * in progress, at {@code _stateshift/journal}. It is written before the first step of each phase,
- * so an interrupted attempt can be finished (once the offset log names the new count) or undone
- * (before that) by the next run.
+ * The record of a repartition (or migration to another state store provider, {@link #toProvider},
+ * or state checkpoint format, {@link #toFormatVersion}) in progress, at {@code
+ * _stateshift/journal}. It is written before the first step of each phase, so an interrupted
+ * attempt can be finished (once the offset log names the new count) or undone (before that) by the
+ * next run.
  */
 public record RepartitionJournal(
     String attemptId,
@@ -27,7 +28,9 @@ public record RepartitionJournal(
     String newCommit,
     java.util.List<String> fileSinkLogs,
     String fromProvider,
-    String toProvider) {
+    String toProvider,
+    Integer fromFormatVersion,
+    Integer toFormatVersion) {
 
   /**
    * The logs of the file sinks that get an empty entry for the new batch (absent in records written
@@ -88,6 +91,8 @@ public record RepartitionJournal(
         null,
         fileSinkLogs,
         null,
+        null,
+        null,
         null);
   }
 
@@ -97,6 +102,36 @@ public record RepartitionJournal(
    */
   public boolean changesProvider() {
     return toProvider != null && !toProvider.equals(fromProvider);
+  }
+
+  /**
+   * Whether this attempt changes the state checkpoint format ({@code
+   * spark.sql.streaming.stateStore.checkpointFormatVersion}, 1 or 2).
+   */
+  public boolean changesFormat() {
+    return toFormatVersion != null && !toFormatVersion.equals(fromFormatVersion);
+  }
+
+  /** The same attempt, writing the state in another state checkpoint format. */
+  RepartitionJournal withFormatVersions(int from, int to) {
+    return new RepartitionJournal(
+        attemptId,
+        phase,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rowsBefore,
+        newFiles,
+        replacedMetadata,
+        retiredRoot,
+        newCommit,
+        fileSinkLogs,
+        fromProvider,
+        toProvider,
+        from,
+        to);
   }
 
   /** The same attempt, moving the state from one provider class to another. */
@@ -116,7 +151,9 @@ public record RepartitionJournal(
         newCommit,
         fileSinkLogs,
         from,
-        to);
+        to,
+        fromFormatVersion,
+        toFormatVersion);
   }
 
   RepartitionJournal withPhase(Phase next) {
@@ -135,7 +172,9 @@ public record RepartitionJournal(
         newCommit,
         fileSinkLogs,
         fromProvider,
-        toProvider);
+        toProvider,
+        fromFormatVersion,
+        toFormatVersion);
   }
 
   /**
@@ -163,7 +202,9 @@ public record RepartitionJournal(
         commit,
         fileSinkLogs,
         fromProvider,
-        toProvider);
+        toProvider,
+        fromFormatVersion,
+        toFormatVersion);
   }
 
   public static Optional<RepartitionJournal> read(CheckpointFiles files) {

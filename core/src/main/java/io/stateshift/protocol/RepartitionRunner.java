@@ -62,8 +62,20 @@ public final class RepartitionRunner {
 
   private final Consumer<String> progress;
 
-  /** For a migration: the provider class to write the state for; null keeps the checkpoint's. */
+  /**
+   * For a migration: the provider class to write the state for, set by {@link #validate} from the
+   * one asked for or, where none was, the checkpoint's; null for a repartition.
+   */
   private String targetProvider;
+
+  /** For a migration: the state checkpoint format to write, set by {@link #validate}; else 0. */
+  private int targetFormat;
+
+  /** Whether this run is a migration, and what it asks for (null: keep the checkpoint's). */
+  private boolean migration;
+
+  private String requestedProvider;
+  private Integer requestedFormat;
 
   /** For a migration without a partition change: the count is the checkpoint's. */
   private boolean keepPartitions;
@@ -109,7 +121,19 @@ public final class RepartitionRunner {
    * {@code providerClass}, whose name the new batch's offset log entry records.
    */
   public RepartitionRunner migrateTo(String providerClass) {
-    this.targetProvider = providerClass;
+    this.migration = true;
+    this.requestedProvider = providerClass;
+    return this;
+  }
+
+  /**
+   * Makes this run a migration to state checkpoint format {@code version} (1 or 2): the state is
+   * read in the checkpoint's format and written in this one, and commits/N+1 names the new
+   * versions' unique ids under format 2 and none under format 1.
+   */
+  public RepartitionRunner migrateToFormat(int version) {
+    this.migration = true;
+    this.requestedFormat = version;
     return this;
   }
 
@@ -259,12 +283,20 @@ public final class RepartitionRunner {
 
   /** What this run does, for the lock's holder record and the job's description. */
   private String action() {
-    if (targetProvider == null) {
+    if (!migration) {
       return "repartition to " + target;
     }
-    return "migrate to "
-        + ProviderMigration.shortName(targetProvider)
-        + (keepPartitions ? "" : ", " + target + " partitions");
+    List<String> to = new ArrayList<>();
+    if (requestedProvider != null) {
+      to.add(ProviderMigration.shortName(requestedProvider));
+    }
+    if (requestedFormat != null) {
+      to.add("checkpoint format v" + requestedFormat);
+    }
+    if (!keepPartitions) {
+      to.add(target + " partitions");
+    }
+    return "migrate to " + String.join(", ", to);
   }
 
   /** Whether a failed attempt left its journal for the next run (it had begun the switch). */
@@ -293,7 +325,10 @@ public final class RepartitionRunner {
             backupTo,
             sinkLogs(layout.lastCommitted()).stream().map(SinkLog::location).toList());
     if (targetProvider != null) {
-      journal = journal.withProviders(layout.provider(), targetProvider);
+      journal =
+          journal
+              .withProviders(layout.provider(), targetProvider)
+              .withFormatVersions(layout.checkpointFormatVersion(), targetFormat);
     }
     journal.save(files);
     attempt = journal;
@@ -414,8 +449,10 @@ public final class RepartitionRunner {
     if (keepPartitions) {
       target = layout.partitions();
     }
-    if (targetProvider != null) {
-      ProviderMigration.check(layout, targetProvider, files.root().toString());
+    if (migration) {
+      targetProvider = requestedProvider != null ? requestedProvider : layout.provider();
+      targetFormat = requestedFormat != null ? requestedFormat : layout.checkpointFormatVersion();
+      ProviderMigration.check(layout, targetProvider, targetFormat, files.root().toString());
     } else if (layout.partitions() == target) {
       throw new StateShiftException(
           Reason.SAME_PARTITION_COUNT,
@@ -478,7 +515,9 @@ public final class RepartitionRunner {
         layout.lastCommitted() + 1,
         ops,
         interrupted,
-        targetProvider != null ? targetProvider : layout.provider());
+        targetProvider != null ? targetProvider : layout.provider(),
+        layout.checkpointFormatVersion(),
+        targetProvider != null ? targetFormat : layout.checkpointFormatVersion());
   }
 
   /** Runs with the lock held: a query starting from now on sees the lock and is refused. */
@@ -545,7 +584,8 @@ public final class RepartitionRunner {
                 layout,
                 journal.stagedDir(files).toString(),
                 target,
-                targetProvider != null ? targetProvider : layout.provider());
+                targetProvider != null ? targetProvider : layout.provider(),
+                targetProvider != null ? targetFormat : layout.checkpointFormatVersion());
     job.checkPlacement(placementChecks(layout));
     return runStagingJob(job, layout, journal);
   }
@@ -578,8 +618,12 @@ public final class RepartitionRunner {
       writePath =
           "migrate "
               + ProviderMigration.optionName(layout.provider())
+              + (layout.checkpointFormatVersion() != targetFormat
+                  ? " v" + layout.checkpointFormatVersion()
+                  : "")
               + " -> "
               + ProviderMigration.optionName(targetProvider)
+              + (layout.checkpointFormatVersion() != targetFormat ? " v" + targetFormat : "")
               + ": "
               + writePath;
     }
@@ -694,8 +738,13 @@ public final class RepartitionRunner {
    * version, as Spark's own commit would; under v1 it is a copy of commits/N (null here).
    */
   private String newCommitText(StateLayout layout, Redistribution.Outcome outcome) {
-    if (!layout.checkpointIdsEnabled()) {
-      return null;
+    int format = targetProvider != null ? targetFormat : layout.checkpointFormatVersion();
+    if (format == 1) {
+      // from format v2: commits/N+1 names no ids, as Spark's own v1 commits
+      return layout.checkpointIdsEnabled()
+          ? StateCheckpointIds.commitWithoutIds(
+              layout.checkpoint().commitText(layout.lastCommitted()))
+          : null;
     }
     Map<Long, Map<String, String[]>> ids = new LinkedHashMap<>();
     for (StoreSpec spec : layout.stores()) {
@@ -892,6 +941,9 @@ public final class RepartitionRunner {
           FailPoints.reached("retired");
         }
       }
+      if (journal.changesFormat()) {
+        retireOldFormatVersions(op.id(), journal);
+      }
     }
     files.deleteQuietly(journal.stagedDir(files));
     // a prepared layout is of the old count: stale from here on
@@ -903,6 +955,49 @@ public final class RepartitionRunner {
     FailPoints.reached("history");
     RepartitionJournal.delete(files);
   }
+
+  /**
+   * After a change of state checkpoint format, the version files of the old format leave the
+   * partition folders the change kept (into the attempt's retired folder, from which a rollback
+   * puts them back): Spark lists a folder's versions by their names and cannot read a folder that
+   * mixes {@code <version>.zip} with {@code <version>_<id>.zip}. The SST files they name stay.
+   */
+  private void retireOldFormatVersions(long operatorId, RepartitionJournal journal) {
+    java.util.regex.Pattern old =
+        journal.fromFormatVersion() == 2 ? OLD_FORMAT_V2_VERSION : OLD_FORMAT_V1_VERSION;
+    int kept = Math.min(journal.fromPartitions(), journal.toPartitions());
+    for (int p = 0; p < kept; p++) {
+      String folder = "state/" + operatorId + "/" + p;
+      Path live = files.path(folder);
+      if (!files.exists(live)) {
+        continue;
+      }
+      String prefix = files.relativize(live) + "/";
+      for (Path file : files.listFilesRecursively(live)) {
+        if (file.getParent().getName().equals("SSTs") || !old.matcher(file.getName()).matches()) {
+          continue;
+        }
+        String relative = files.relativize(file).substring(prefix.length());
+        try {
+          files.rename(file, new Path(journal.retiredDir(files), folder + "/" + relative), false);
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+        FailPoints.reached(FailPoints.RETIRED_FORMAT);
+      }
+    }
+  }
+
+  /**
+   * A RocksDB version file of state checkpoint format v1, {@code <version>.zip|changelog}, or
+   * Spark's checksum of one.
+   */
+  private static final java.util.regex.Pattern OLD_FORMAT_V1_VERSION =
+      java.util.regex.Pattern.compile("\\d+\\.(zip|changelog)(\\.crc)?");
+
+  /** The same of format v2, named by unique id: {@code <version>_<id>.zip|changelog}. */
+  private static final java.util.regex.Pattern OLD_FORMAT_V2_VERSION =
+      java.util.regex.Pattern.compile("\\d+_[^./]+\\.(zip|changelog)(\\.crc)?");
 
   /** Finishes or undoes an interrupted attempt; returns a description of what was done. */
   private String recover(RepartitionJournal journal) {

@@ -147,7 +147,7 @@ public final class Rollback {
     for (String relative : journal.newFiles()) {
       files.deleteQuietly(files.path(relative));
     }
-    if (journal.changesProvider()) {
+    if (journal.changesProvider() || journal.changesFormat()) {
       // RocksDB's SSTs folder, made by the migration in a partition folder it kept
       for (String relative : journal.newFiles()) {
         Path parent = files.path(relative).getParent();
@@ -163,6 +163,13 @@ public final class Rollback {
       for (int p = journal.fromPartitions(); p < journal.toPartitions(); p++) {
         files.deleteQuietly(
             files.path("state/" + op.id() + "/" + p)); // partitions an increase added
+      }
+      // the old format's version files a change of state checkpoint format moved aside
+      for (int p = 0; journal.changesFormat() && p < journal.toPartitions(); p++) {
+        Path retired = new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p);
+        if (p < journal.fromPartitions() && files.exists(retired)) {
+          files.moveTree(retired, files.path("state/" + op.id() + "/" + p));
+        }
       }
       for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
         Path retired = new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p);

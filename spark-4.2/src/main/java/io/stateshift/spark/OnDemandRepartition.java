@@ -175,7 +175,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
         layout = StateLayout.read(session, checkpoint, true, pending);
         QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
         if (provider != null) {
-          ProviderMigration.check(layout, provider, files.root().toString());
+          ProviderMigration.check(
+              layout, provider, layout.checkpointFormatVersion(), files.root().toString());
         }
       }
       if (pending) {

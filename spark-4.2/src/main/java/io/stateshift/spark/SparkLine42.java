@@ -106,8 +106,13 @@ public final class SparkLine42 implements SparkLine {
 
   @Override
   public Redistribution redistribution(
-      StateLayout layout, String stagingDir, int newPartitions, String writeProvider) {
-    return SparkState.redistribution(layout, stagingDir, newPartitions, writeProvider);
+      StateLayout layout,
+      String stagingDir,
+      int newPartitions,
+      String writeProvider,
+      int writeFormatVersion) {
+    return SparkState.redistribution(
+        layout, stagingDir, newPartitions, writeProvider, writeFormatVersion);
   }
 
   @Override

@@ -152,10 +152,7 @@ final class Procedures {
           action,
           args.flag(3),
           plan -> new Object[] {plan.stateStoreProvider(), plan.targetStateStoreProvider()},
-          plan ->
-              new Object[] {
-                MigrateState.sessionNotes(plan.targetStateStoreProvider()).toArray(String[]::new)
-              });
+          plan -> new Object[] {MigrateState.sessionNotes(plan).toArray(String[]::new)});
     }
   }
 

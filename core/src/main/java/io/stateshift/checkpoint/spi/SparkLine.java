@@ -79,8 +79,22 @@ public interface SparkLine {
    * The same, written for {@code writeProvider} (a state store provider class), which may differ
    * from the layout's own for a migration.
    */
+  default Redistribution redistribution(
+      StateLayout layout, String stagingDir, int newPartitions, String writeProvider) {
+    return redistribution(
+        layout, stagingDir, newPartitions, writeProvider, layout.checkpointFormatVersion());
+  }
+
+  /**
+   * The same, written in state checkpoint format {@code writeFormatVersion} (1, or 2 where the
+   * versions are named by unique ids), which may differ from the layout's own for a migration.
+   */
   Redistribution redistribution(
-      StateLayout layout, String stagingDir, int newPartitions, String writeProvider);
+      StateLayout layout,
+      String stagingDir,
+      int newPartitions,
+      String writeProvider,
+      int writeFormatVersion);
 
   /**
    * The job that brings a prepared layout ({@code stateshift prepare}) of the layout's stores from

@@ -61,14 +61,24 @@ public final class SparkState {
         .run(spark);
   }
 
+  /**
+   * The state is read with the layout's settings (its provider and checkpoint format) and written
+   * with the target's: a migration changes the provider, the format, or both.
+   */
   public static Redistribution redistribution(
-      StateLayout layout, String stagingDir, int newPartitions, String writeProvider) {
+      StateLayout layout,
+      String stagingDir,
+      int newPartitions,
+      String writeProvider,
+      int writeFormatVersion) {
     CheckpointFiles files = layout.checkpoint().files();
     var storeConf = StateStores.storeConf(layout.storeConf());
     var writeStoreConf = storeConf;
-    if (!writeProvider.equals(layout.provider())) {
+    if (!writeProvider.equals(layout.provider())
+        || writeFormatVersion != layout.checkpointFormatVersion()) {
       java.util.Map<String, String> settings = new java.util.HashMap<>(layout.storeConf());
       settings.put(OffsetLogEntry.PROVIDER_CLASS, writeProvider);
+      settings.put(StateCheckpointIds.FORMAT_VERSION_CONF, Integer.toString(writeFormatVersion));
       writeStoreConf = StateStores.storeConf(settings);
     }
     return new StateRedistributionJob(
