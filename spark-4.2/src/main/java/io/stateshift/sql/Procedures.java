@@ -102,9 +102,9 @@ final class Procedures {
   }
 
   /**
-   * {@code migrate_state(checkpoint, provider, partitions, dry_run, assume_stopped, backup_to)}:
-   * one row per state store, as {@code repartition_state}, with the providers on both sides and
-   * what to set in the query's session; a dry run plans and writes nothing.
+   * {@code migrate_state(checkpoint, provider, partitions, dry_run, assume_stopped, backup_to,
+   * format_version)}: one row per state store, as {@code repartition_state}, with the providers on
+   * both sides and what to set in the query's session; a dry run plans and writes nothing.
    */
   static final class MigrateStateProcedure extends StateShiftProcedure {
     MigrateStateProcedure() {
@@ -120,7 +120,11 @@ final class Procedures {
               new StructType()
                   .add("session_notes", DataTypes.createArrayType(STRING, false), false)),
           CHECKPOINT,
-          required("provider", STRING, "the provider to end with: 'rocksdb' or 'hdfs'"),
+          optional(
+              "provider",
+              STRING,
+              "NULL",
+              "the provider to end with: 'rocksdb' or 'hdfs'; NULL keeps the checkpoint's"),
           optional(
               "partitions",
               INT,
@@ -128,19 +132,30 @@ final class Procedures {
               "the number of state partitions to end with; NULL keeps the checkpoint's"),
           optional("dry_run", BOOLEAN, "false", "only report what would be done"),
           ASSUME_STOPPED,
-          BACKUP_TO);
+          BACKUP_TO,
+          optional(
+              "format_version",
+              INT,
+              "NULL",
+              "RocksDB's state checkpoint format to end with, 1 or 2; NULL keeps the checkpoint's"));
     }
 
     @Override
     List<Object[]> run(SparkSession spark, Arguments args) {
       String checkpoint = args.required(0);
-      String provider = args.required(1);
       var action =
           StateShift.get(spark)
               .migrateState(checkpoint)
-              .toProvider(provider)
               .backupTo(args.string(5))
               .onProgress(message -> LOG.info("migrate_state {}: {}", checkpoint, message));
+      String provider = args.string(1);
+      if (provider != null) {
+        action.toProvider(provider);
+      }
+      Integer formatVersion = args.integer(6);
+      if (formatVersion != null) {
+        action.toFormatVersion(formatVersion);
+      }
       Integer partitions = args.integer(2);
       if (partitions != null) {
         action.toPartitions(partitions);
