@@ -284,6 +284,26 @@ class SqlProceduresTest {
     assertThat(history.get(0).<String>getAs("path")).startsWith("migrate hdfs -> rocksdb");
     List<Row> verify = call(sql, "CALL stateshift.system.verify_state('" + cp + "')");
     assertThat(verify.get(0).<Boolean>getAs("ok")).isTrue();
+    // the state checkpoint format, planned only: provider and count stay, nothing is written
+    Map<String, String> migrated = CheckpointDigest.of(checkpoint);
+    List<Row> formatPlan =
+        call(
+            sql,
+            "CALL stateshift.system.migrate_state(checkpoint => '"
+                + cp
+                + "', format_version => 2, dry_run => true)");
+    assertThat(formatPlan)
+        .allSatisfy(
+            r -> {
+              assertThat(r.<String>getAs("from_provider")).isEqualTo(MigrateOracleTest.ROCKSDB);
+              assertThat(r.<String>getAs("to_provider")).isEqualTo(MigrateOracleTest.ROCKSDB);
+              assertThat(r.<Integer>getAs("from_format_version")).isEqualTo(1);
+              assertThat(r.<Integer>getAs("to_format_version")).isEqualTo(2);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(6);
+              assertThat(r.<scala.collection.Seq<String>>getAs("session_notes").mkString("\n"))
+                  .contains("checkpointFormatVersion");
+            });
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(migrated);
 
     for (int i = 2; i < 4; i++) {
       run.writeEvents(i, 200, 30);

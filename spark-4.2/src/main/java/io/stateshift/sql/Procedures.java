@@ -116,7 +116,9 @@ final class Procedures {
           storeRowSchema(
               new StructType()
                   .add("from_provider", STRING, false)
-                  .add("to_provider", STRING, false),
+                  .add("to_provider", STRING, false)
+                  .add("from_format_version", INT)
+                  .add("to_format_version", INT),
               new StructType()
                   .add("session_notes", DataTypes.createArrayType(STRING, false), false)),
           CHECKPOINT,
@@ -166,7 +168,13 @@ final class Procedures {
       return storeRows(
           action,
           args.flag(3),
-          plan -> new Object[] {plan.stateStoreProvider(), plan.targetStateStoreProvider()},
+          plan ->
+              new Object[] {
+                plan.stateStoreProvider(),
+                plan.targetStateStoreProvider(),
+                formatVersion(plan.checkpointFormatVersion()),
+                formatVersion(plan.targetCheckpointFormatVersion())
+              },
           plan -> new Object[] {MigrateState.sessionNotes(plan).toArray(String[]::new)});
     }
   }
@@ -253,6 +261,11 @@ final class Procedures {
               result.totalMillis()));
     }
     return rows;
+  }
+
+  /** A state checkpoint format version, or null where the plan does not know it (0). */
+  private static Integer formatVersion(int version) {
+    return version > 0 ? version : null;
   }
 
   private static Object[] row(
