@@ -42,6 +42,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class MigrateAtRestartTest {
   static final String PROVIDER = "spark.sql.streaming.stateStore.providerClass";
   static final String MIGRATE = "spark.stateshift.migrate.enabled";
+  static final String FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion";
   private static final StatefulQueries QUERY = StatefulQueries.WINDOWED_COUNT;
 
   @TempDir Path tmp;
@@ -203,6 +204,80 @@ class MigrateAtRestartTest {
         .isEqualTo(MigrateOracleTest.HDFS);
     assertThat(StateShift.get(spark).history(checkpoint.toString())).isEmpty();
     assertThat(run.sinkRows(sink, QUERY)).isNotEmpty().containsExactlyElementsOf(oracle(spark));
+  }
+
+  /**
+   * RocksDB's state checkpoint format at restart: a session that sets format v2 on a v1 checkpoint
+   * (with the setting) has the state converted before its first batch; the next restart back to v1
+   * with a partition change converts it back in one pass; the output is the uninterrupted run's.
+   */
+  @Test
+  void stateCheckpointFormatConvertedAtRestartBothWays() {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeEvents(0, 200, 40);
+    run.writeEvents(1, 200, 40);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+
+    run.writeEvents(2, 200, 40);
+    Map<String, String> toV2 = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    toV2.put(FORMAT, "2");
+    toV2.put(MIGRATE, "true");
+    List<StreamingQueryProgress> first = run.runAvailable(QUERY, checkpoint, sink, toV2);
+    assertThat(first.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
+    RepartitionResult converted =
+        StateShiftExtensions.lastRepartition(first.get(0).id()).orElseThrow();
+    assertThat(converted.plan().changesFormat()).isTrue();
+    assertThat(converted.plan().changesProvider()).isFalse();
+    assertThat(converted.plan().targetCheckpointFormatVersion()).isEqualTo(2);
+    assertThat(StreamRun.stateInstances(first)).containsOnly(3L);
+    assertThat(StateShift.get(spark).inspect(checkpoint.toString()).stateCheckpointFormat())
+        .isEqualTo(2);
+
+    run.writeEvents(3, 200, 40);
+    run.writeFlush(4);
+    Map<String, String> toV1 = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    toV1.put(FORMAT, "1");
+    toV1.put(MIGRATE, "true");
+    toV1.put(StateShiftExtensions.STATE_PARTITIONS, "5");
+    List<StreamingQueryProgress> second = run.runAvailable(QUERY, checkpoint, sink, toV1);
+    assertThat(StreamRun.stateInstances(second)).containsOnly(5L);
+    CheckpointReport back = StateShift.get(spark).inspect(checkpoint.toString());
+    assertThat(back.stateCheckpointFormat()).isEqualTo(1);
+    assertThat(back.partitions()).isEqualTo(5);
+    VerificationReport verified = StateShift.get(spark).verify(checkpoint.toString());
+    assertThat(verified.ok()).as(verified.toString()).isTrue();
+
+    assertThat(run.sinkRows(sink, QUERY)).isNotEmpty().containsExactlyElementsOf(oracle(spark));
+  }
+
+  /**
+   * Without the setting, a session whose format differs from the checkpoint's is refused at the
+   * start with the command and the setting that fix it (Spark would fail its first batch), and the
+   * checkpoint is not changed.
+   */
+  @Test
+  void aFormatMismatchWithoutTheSettingRefusesTheStartWithTheFix() {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeEvents(0, 200, 40);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    Map<String, String> before = CheckpointDigest.of(checkpoint);
+
+    run.writeEvents(1, 200, 40);
+    Map<String, String> v2 = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    v2.put(FORMAT, "2");
+    assertThatThrownBy(() -> run.runAvailable(QUERY, checkpoint, sink, v2))
+        .hasStackTraceContaining("state checkpoint format v1")
+        .hasStackTraceContaining("--format-version 2")
+        .hasStackTraceContaining(MIGRATE + "=true")
+        .hasStackTraceContaining("The checkpoint was not changed");
+    StreamRun.awaitQueryEvents(spark);
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 
   /**

@@ -279,8 +279,12 @@ public final class StateShiftConf {
           "With `StateShiftExtensions`: a starting query whose session sets"
               + " `spark.sql.streaming.stateStore.providerClass` to another provider than its"
               + " checkpoint's has its state migrated to that provider first (with the partition"
-              + " change, if any, in the same pass); `false`: the mismatch is logged as a warning"
-              + " and the query keeps the checkpoint's provider, as Spark does.");
+              + " change, if any, in the same pass), and one that sets"
+              + " `spark.sql.streaming.stateStore.checkpointFormatVersion` to another format than"
+              + " its RocksDB checkpoint's has its state converted; `false`: a provider mismatch is"
+              + " logged as a warning and the query keeps the checkpoint's provider, as Spark does,"
+              + " and a format mismatch refuses the start with the fix (Spark would fail its first"
+              + " batch).");
 
   // ---- Repartition job ----
 

@@ -8,6 +8,7 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.OffsetLogEntry;
 import io.stateshift.checkpoint.SessionSettings;
+import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FileSinkRecord;
@@ -87,6 +88,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     // (OffsetSeqMetadata.setSessionConf, called from MicroBatchExecution.populateStartOffsets).
     RuntimeConfig queryConf = execution.sparkSessionForStream().conf();
     String wantedProvider = queryConf.get(OffsetLogEntry.PROVIDER_CLASS, null);
+    // Spark does not record the state checkpoint format: only a value the user set counts.
+    String wantedFormat = queryConf.get(StateCheckpointIds.FORMAT_VERSION_CONF, null);
     try {
       CheckpointFiles files =
           CheckpointFiles.at(
@@ -105,11 +108,16 @@ public final class OnDemandRepartition extends StreamingQueryListener {
                 event.id())
             .recoverInterrupted()
             .ifPresent(done -> LOG.warn("Interrupted repartition of {}: {}", files.root(), done));
-        if (wantedProvider == null) {
+        if (wantedProvider == null && wantedFormat == null) {
           return;
         }
         if (!migrate) {
-          warnOfProviderMismatch(event, files, wantedProvider);
+          if (wantedProvider != null) {
+            warnOfProviderMismatch(event, files, wantedProvider);
+          }
+          if (wantedFormat != null) {
+            refuseFormatMismatch(event, files, wantedProvider, wantedFormat);
+          }
           return;
         }
       }
@@ -142,12 +150,32 @@ public final class OnDemandRepartition extends StreamingQueryListener {
                   checkpoint.offsets(planned).providerClass(),
                   wantedProvider,
                   migrate);
+      Integer format =
+          interrupted
+              ? null
+              : formatChange(
+                  event,
+                  files,
+                  checkpoint,
+                  provider != null ? provider : checkpoint.offsets(planned).providerClass(),
+                  wantedFormat,
+                  migrate);
       boolean repartition = partitions != null && current != partitions;
-      if (!repartition && provider == null && !interrupted) {
+      if (!repartition && provider == null && format == null && !interrupted) {
         return;
       }
       int target = partitions != null ? partitions : current;
-      if (provider == null) {
+      if (provider == null && format != null) {
+        LOG.info(
+            "Query {} starts on checkpoint {} in state checkpoint format v{}; its state is "
+                + "converted to v{}{} ({}=true).",
+            event.id(),
+            files.root(),
+            format == 2 ? 1 : 2,
+            format,
+            repartition ? " and " + target + " partitions" : "",
+            StateShiftConf.MIGRATE_ENABLED.key());
+      } else if (provider == null) {
         LOG.info(
             "Query {} starts on checkpoint {} with {} state partitions; {} is set to {}.",
             event.id(),
@@ -167,19 +195,27 @@ public final class OnDemandRepartition extends StreamingQueryListener {
             repartition ? " and " + target + " partitions" : "",
             StateShiftConf.MIGRATE_ENABLED.key());
       }
-      Change change = new Change(target, provider, repartition);
+      Change change = new Change(target, provider, format, repartition);
       boolean pending = planned > checkpoint.lastCommittedBatch() && !interrupted;
       StateLayout layout = null;
       if (!interrupted) {
         // Refuse now, before any batch runs or any state moves, what would be refused later.
         layout = StateLayout.read(session, checkpoint, true, pending);
         QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
-        if (provider != null) {
+        if (provider != null || format != null) {
           ProviderMigration.check(
-              layout, provider, layout.checkpointFormatVersion(), files.root().toString());
+              layout,
+              provider != null ? provider : layout.provider(),
+              format != null ? format : layout.checkpointFormatVersion(),
+              files.root().toString());
         }
       }
       if (pending) {
+        if (format != null) {
+          // the pending batch runs on the old layout, in the checkpoint's format
+          queryConf.set(
+              StateCheckpointIds.FORMAT_VERSION_CONF, Integer.toString(format == 2 ? 1 : 2));
+        }
         runPendingBatchFirst(execution, event, files, change, layout, planned, sinkLog);
         return;
       }
@@ -199,7 +235,96 @@ public final class OnDemandRepartition extends StreamingQueryListener {
    * What a starting query changes: the partition count to end with, the provider to migrate to
    * (null: the checkpoint's), and whether the count changes.
    */
-  private record Change(int partitions, String provider, boolean repartition) {}
+  private record Change(
+      int partitions, String provider, Integer formatVersion, boolean repartition) {
+    boolean migrates() {
+      return provider != null || formatVersion != null;
+    }
+  }
+
+  /**
+   * The state checkpoint format to convert to, when the session sets another one than the
+   * checkpoint's and migrating is enabled; null when they agree. Without the setting the start is
+   * refused: Spark cannot switch the format at a restart (the first batch fails), so the query
+   * would fail anyway, with a less helpful error.
+   */
+  private static Integer formatChange(
+      QueryStartedEvent event,
+      CheckpointFiles files,
+      Checkpoint checkpoint,
+      String provider,
+      String wantedFormat,
+      boolean migrate) {
+    if (wantedFormat == null
+        || wantedFormat.isBlank()
+        || !StateLayout.ROCKSDB_PROVIDER.equals(provider)
+        || checkpoint.lastCommittedBatch() < 0) {
+      return null; // Spark supports format v2 on RocksDB only; the HDFS-backed store ignores it
+    }
+    int wanted;
+    try {
+      wanted = Integer.parseInt(wantedFormat.trim());
+    } catch (NumberFormatException e) {
+      return null; // Spark reports its own setting's bad value
+    }
+    int current = checkpoint.checkpointIds(checkpoint.lastCommittedBatch()) != null ? 2 : 1;
+    if (wanted == current || (wanted != 1 && wanted != 2)) {
+      return null;
+    }
+    if (!migrate) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Query "
+              + event.id()
+              + " starts on checkpoint "
+              + files.root()
+              + ", whose state is in state checkpoint format v"
+              + current
+              + ", but its session sets "
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + "="
+              + wanted
+              + ": Spark cannot switch the format at a restart (its first batch would fail). "
+              + "Stop the query and run 'stateshift migrate --checkpoint "
+              + files.root()
+              + " --format-version "
+              + wanted
+              + "', or set "
+              + StateShiftConf.MIGRATE_ENABLED.key()
+              + "=true (with StateShiftExtensions) to convert when the query starts, or start "
+              + "it with "
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + "="
+              + current
+              + ". The checkpoint was not changed.");
+    }
+    return wanted;
+  }
+
+  /** Without {@code spark.stateshift.migrate.enabled}: {@link #formatChange} refuses a mismatch. */
+  private static void refuseFormatMismatch(
+      QueryStartedEvent event, CheckpointFiles files, String wantedProvider, String wantedFormat) {
+    Checkpoint checkpoint;
+    try {
+      if (!files.exists(files.path("offsets"))) {
+        return;
+      }
+      checkpoint = Checkpoint.load(files);
+      if (checkpoint.lastPlannedBatch() < 0 || checkpoint.operators().isEmpty()) {
+        return;
+      }
+    } catch (RuntimeException e) {
+      LOG.debug("Could not read the state checkpoint format of {}", files.root(), e);
+      return; // left to Spark
+    }
+    formatChange(
+        event,
+        files,
+        checkpoint,
+        checkpoint.offsets(checkpoint.lastPlannedBatch()).providerClass(),
+        wantedFormat,
+        false);
+  }
 
   /**
    * The provider class to migrate to, when the session names another one than the checkpoint's
@@ -305,9 +430,12 @@ public final class OnDemandRepartition extends StreamingQueryListener {
             .fileSink(sinkLog.orElse(null));
     if (change.provider() != null) {
       runner.migrateTo(change.provider());
-      if (!change.repartition()) {
-        runner.keepPartitionCount();
-      }
+    }
+    if (change.formatVersion() != null) {
+      runner.migrateToFormat(change.formatVersion());
+    }
+    if (change.migrates() && !change.repartition()) {
+      runner.keepPartitionCount();
     }
     RepartitionResult result = runner.execute();
     LAST_BY_QUERY.put(event.id(), result);
@@ -315,7 +443,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     unreported.put(event.runId(), new Unreported(result.totalMillis(), replay, afterBatch));
     LOG.info(
         "State {} of query {} completed in {} ms: {}",
-        change.provider() == null ? "repartition" : "migration",
+        change.migrates() ? "migration" : "repartition",
         event.id(),
         result.totalMillis(),
         result);
@@ -351,8 +479,17 @@ public final class OnDemandRepartition extends StreamingQueryListener {
             microBatch.triggerExecutor(),
             () -> {
               change(event, files, change, pendingBatch, sinkLog);
-              if (change.provider() != null) {
-                // The pending batch loaded the old provider's stores under this run's id.
+              if (change.formatVersion() != null) {
+                execution
+                    .sparkSessionForStream()
+                    .conf()
+                    .set(
+                        StateCheckpointIds.FORMAT_VERSION_CONF,
+                        Integer.toString(change.formatVersion()));
+              }
+              if (change.migrates()) {
+                // The pending batch loaded the old provider's (or format's) stores under this
+                // run's id.
                 StaleProviders.close(session, files.root().toString(), layout, event.runId());
               }
             }));
