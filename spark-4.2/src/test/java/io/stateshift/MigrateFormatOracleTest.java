@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
 import io.stateshift.testing.SparkTestSession;
@@ -189,6 +190,98 @@ class MigrateFormatOracleTest {
         .isEqualTo(toFormat == 2);
     MigrateFormatVersionTest.assertOnlyFormat(checkpoint, toFormat, partitions);
 
+    assertThat(workload.rows(spark, input, sink)).containsExactlyElementsOf(oracle(workload));
+  }
+
+  /**
+   * The provider and the format in one pass, both ways: RocksDB in format v2 to the HDFS-backed
+   * store (format v1 only: commits/N+1 names no ids, the {@code <version>_<id>} files leave the
+   * kept partition folders), and the HDFS-backed store to RocksDB in format v2. A rollback restores
+   * the old layout byte for byte; the migration done again, the restarted query writes the
+   * uninterrupted output with the new provider.
+   */
+  static Stream<Arguments> providerAndFormat() {
+    return Stream.of(
+        Arguments.of(Workload.AGGREGATION, StateStores.ROCKSDB_CHANGELOG, 2, "hdfs", 1, 2),
+        Arguments.of(Workload.DEDUP, StateStores.HDFS, 1, "rocksdb", 2, 4));
+  }
+
+  @ParameterizedTest(name = "{0}: {1} v{2} -> {3} v{4}, 3 -> {5} partitions")
+  @MethodSource("providerAndFormat")
+  void providerAndFormatChangeInOnePassWritesExactlyTheUninterruptedOutput(
+      Workload workload, StateStores from, int fromFormat, String to, int toFormat, int partitions)
+      throws Exception {
+    Path input = tmp.resolve("input");
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    for (int i = 0; i < FILES_BEFORE; i++) {
+      workload.write(spark, input, i);
+    }
+    workload.run(spark, input, checkpoint, sink, workload.conf(from, fromFormat, FIRST));
+    assertThat(MigrateFormatVersionTest.uniqueIds(checkpoint, lastCommitted(checkpoint)) != null)
+        .isEqualTo(fromFormat == 2);
+    Map<String, String> before = new java.util.TreeMap<>(CheckpointDigest.of(checkpoint));
+    before.keySet().removeIf(k -> k.startsWith("_stateshift"));
+
+    MigrateState migration =
+        StateShift.get(spark)
+            .migrateState(checkpoint.toString())
+            .toProvider(to)
+            .toPartitions(partitions);
+    if (toFormat == 2) {
+      migration.toFormatVersion(2);
+    } // to the HDFS-backed store: format v1 without asking
+    RepartitionPlan plan = migration.plan();
+    assertThat(plan.changesProvider()).isTrue();
+    assertThat(plan.changesFormat()).isTrue();
+    assertThat(plan.targetCheckpointFormatVersion()).isEqualTo(toFormat);
+    long undone = migration.execute().batchId();
+    assertThat(StateShift.get(spark).rollbackRepartition(checkpoint.toString()).repartitionBatch())
+        .isEqualTo(undone);
+    Map<String, String> after = new java.util.TreeMap<>(CheckpointDigest.of(checkpoint));
+    after.keySet().removeIf(k -> k.startsWith("_stateshift"));
+    assertThat(after).isEqualTo(before);
+
+    RepartitionResult result = migration.execute();
+    long batch = result.batchId();
+    String target = to.equals("rocksdb") ? MigrateOracleTest.ROCKSDB : MigrateOracleTest.HDFS;
+    assertThat(result.rowsMoved()).isPositive();
+    assertThat(result.stores())
+        .allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    assertThat(Files.readString(checkpoint.resolve("offsets/" + batch)))
+        .contains("\"spark.sql.streaming.stateStore.providerClass\":\"" + target + "\"");
+    assertThat(Files.readString(checkpoint.resolve("commits/" + batch)))
+        .startsWith("v" + toFormat + "\n");
+    assertThat(MigrateFormatVersionTest.uniqueIds(checkpoint, batch) != null)
+        .isEqualTo(toFormat == 2);
+    if (toFormat == 2) {
+      MigrateFormatVersionTest.assertOnlyFormat(checkpoint, 2, partitions);
+    } else {
+      try (Stream<Path> files = Files.walk(checkpoint.resolve("state"))) {
+        assertThat(files.map(p -> p.getFileName().toString()))
+            .noneMatch(n -> n.matches("\\d+_[^.]+\\.(zip|changelog)"));
+      }
+    }
+    spark.conf().set(MigrateFormatVersionTest.FORMAT, Integer.toString(toFormat));
+    try {
+      StateAssertions.assertEveryStoreKeyInItsSparkPartition(spark, checkpoint, batch, partitions);
+    } finally {
+      spark.conf().unset(MigrateFormatVersionTest.FORMAT);
+    }
+    VerificationReport verified = StateShift.get(spark).verify(checkpoint.toString());
+    assertThat(verified.problems()).as(verified.toString()).isEmpty();
+
+    for (int i = FILES_BEFORE; i < ALL_FILES; i++) {
+      workload.write(spark, input, i);
+    }
+    new StreamRun(spark, input).writeFlush(ALL_FILES);
+    // the session names the old provider (the offset log wins) and the new format
+    List<StreamingQueryProgress> progress =
+        workload.run(spark, input, checkpoint, sink, workload.conf(from, toFormat, FIRST));
+    assertRunsWith(progress, partitions, workload.storesPerOperator());
+    MigrateOracleTest.assertNewVersionsWrittenBy(checkpoint, batch + 1, target);
+    assertThat(MigrateFormatVersionTest.uniqueIds(checkpoint, lastCommitted(checkpoint)) != null)
+        .isEqualTo(toFormat == 2);
     assertThat(workload.rows(spark, input, sink)).containsExactlyElementsOf(oracle(workload));
   }
 
