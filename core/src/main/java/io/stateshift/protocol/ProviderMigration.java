@@ -155,19 +155,6 @@ public final class ProviderMigration {
               + "The checkpoint was not changed; keep it on RocksDB (to change the partition "
               + "count, run 'stateshift repartition').");
     }
-    if (layout.checkpointIdsEnabled()) {
-      throw new StateShiftException(
-          Reason.UNSUPPORTED_CHECKPOINT,
-          "Cannot migrate "
-              + checkpoint
-              + " to the HDFS-backed state store: it uses state checkpoint format v2 "
-              + "("
-              + StateCheckpointIds.FORMAT_VERSION_CONF
-              + "=2), which Spark supports on RocksDB only. The checkpoint was not changed. "
-              + "Migrate it to format v1 on RocksDB first ('stateshift migrate --checkpoint "
-              + checkpoint
-              + " --format-version 1'), then to the HDFS-backed store.");
-    }
     if ("true".equals(layout.storeConf().get(ROW_CHECKSUM))) {
       throw new StateShiftException(
           Reason.UNSUPPORTED_CHECKPOINT,

@@ -451,7 +451,13 @@ public final class RepartitionRunner {
     }
     if (migration) {
       targetProvider = requestedProvider != null ? requestedProvider : layout.provider();
-      targetFormat = requestedFormat != null ? requestedFormat : layout.checkpointFormatVersion();
+      // the HDFS-backed store has format v1 only: a migration to it from RocksDB v2 converts
+      targetFormat =
+          requestedFormat != null
+              ? requestedFormat
+              : targetProvider.equals(StateLayout.HDFS_PROVIDER)
+                  ? 1
+                  : layout.checkpointFormatVersion();
       ProviderMigration.check(layout, targetProvider, targetFormat, files.root().toString());
     } else if (layout.partitions() == target) {
       throw new StateShiftException(
