@@ -203,11 +203,15 @@ public final class OnDemandRepartition extends StreamingQueryListener {
         layout = StateLayout.read(session, checkpoint, true, pending);
         QueryShapeCheck.refuseIfChanged(logicalPlan(execution), layout);
         if (provider != null || format != null) {
-          ProviderMigration.check(
-              layout,
-              provider != null ? provider : layout.provider(),
-              format != null ? format : layout.checkpointFormatVersion(),
-              files.root().toString());
+          String targetProvider = provider != null ? provider : layout.provider();
+          // the HDFS-backed store has format v1 only: a migration to it converts (as the runner)
+          int targetFormat =
+              format != null
+                  ? format
+                  : StateLayout.HDFS_PROVIDER.equals(targetProvider)
+                      ? 1
+                      : layout.checkpointFormatVersion();
+          ProviderMigration.check(layout, targetProvider, targetFormat, files.root().toString());
         }
       }
       if (pending) {
