@@ -175,28 +175,8 @@ public final class PrepareRunner {
       StateLayout layout, String id, Path staged, Redistribution.Outcome outcome) {
     long version = layout.lastCommitted() + 2; // the version the redistribution writes
     List<String> paths = new ArrayList<>();
+    RepartitionRunner.summarize(layout, outcome, "; nothing was prepared.");
     for (StoreSpec spec : layout.stores()) {
-      long read = 0;
-      long written = 0;
-      for (Redistribution.PartitionCount c : outcome.read()) {
-        read += c.slot() == spec.slot() ? c.rows() : 0;
-      }
-      for (Redistribution.PartitionCount c : outcome.written()) {
-        written += c.slot() == spec.slot() ? c.rows() : 0;
-      }
-      if (read != written) {
-        throw new StateShiftException(
-            Reason.FAILED,
-            "Operator "
-                + spec.operatorId()
-                + " store "
-                + spec.storeName()
-                + ": read "
-                + read
-                + " rows but wrote "
-                + written
-                + "; nothing was prepared.");
-      }
       for (int p = 0; p < target; p++) {
         paths.add(new Path(new Path(staged, spec.dir(p)), version + ".snapshot").toString());
       }

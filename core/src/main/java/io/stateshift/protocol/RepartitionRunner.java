@@ -343,7 +343,7 @@ public final class RepartitionRunner {
       throw classifyFailure(e);
     }
     FailPoints.reached("staged");
-    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome);
+    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome, ".");
     Map<String, Long> rowsBefore = new LinkedHashMap<>();
     moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
     phases.put("stage", System.currentTimeMillis() - phaseStart);
@@ -700,8 +700,12 @@ public final class RepartitionRunner {
     return modes;
   }
 
-  private List<RepartitionResult.StoreMove> summarize(
-      StateLayout layout, Redistribution.Outcome outcome) {
+  /**
+   * Rows and bytes moved per store; fails, the message ending with {@code afterMismatch}, when a
+   * store's rows written differ from its rows read.
+   */
+  static List<RepartitionResult.StoreMove> summarize(
+      StateLayout layout, Redistribution.Outcome outcome, String afterMismatch) {
     List<RepartitionResult.StoreMove> moves = new ArrayList<>();
     for (StoreSpec spec : layout.stores()) {
       long read =
@@ -730,7 +734,7 @@ public final class RepartitionRunner {
                 + read
                 + " rows but wrote "
                 + written
-                + ".");
+                + afterMismatch);
       }
       moves.add(
           new RepartitionResult.StoreMove(
