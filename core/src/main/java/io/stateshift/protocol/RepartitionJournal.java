@@ -114,20 +114,12 @@ public record RepartitionJournal(
 
   /** The same attempt, writing the state in another state checkpoint format. */
   RepartitionJournal withFormatVersions(int from, int to) {
-    return new RepartitionJournal(
-        attemptId,
+    return copy(
         phase,
-        fromPartitions,
-        toPartitions,
-        baseBatch,
-        newBatch,
-        startedAtMs,
         rowsBefore,
         newFiles,
         replacedMetadata,
-        retiredRoot,
         newCommit,
-        fileSinkLogs,
         fromProvider,
         toProvider,
         from,
@@ -136,20 +128,12 @@ public record RepartitionJournal(
 
   /** The same attempt, moving the state from one provider class to another. */
   RepartitionJournal withProviders(String from, String to) {
-    return new RepartitionJournal(
-        attemptId,
+    return copy(
         phase,
-        fromPartitions,
-        toPartitions,
-        baseBatch,
-        newBatch,
-        startedAtMs,
         rowsBefore,
         newFiles,
         replacedMetadata,
-        retiredRoot,
         newCommit,
-        fileSinkLogs,
         from,
         to,
         fromFormatVersion,
@@ -157,20 +141,12 @@ public record RepartitionJournal(
   }
 
   RepartitionJournal withPhase(Phase next) {
-    return new RepartitionJournal(
-        attemptId,
+    return copy(
         next,
-        fromPartitions,
-        toPartitions,
-        baseBatch,
-        newBatch,
-        startedAtMs,
         rowsBefore,
         newFiles,
         replacedMetadata,
-        retiredRoot,
         newCommit,
-        fileSinkLogs,
         fromProvider,
         toProvider,
         fromFormatVersion,
@@ -187,6 +163,29 @@ public record RepartitionJournal(
       java.util.List<String> files,
       java.util.Map<String, String> metadata,
       String commit) {
+    return copy(
+        phase,
+        rows,
+        files,
+        metadata,
+        commit,
+        fromProvider,
+        toProvider,
+        fromFormatVersion,
+        toFormatVersion);
+  }
+
+  /** This attempt (same id, counts, batches, start and places) with the fields that change. */
+  private RepartitionJournal copy(
+      Phase phase,
+      java.util.Map<String, Long> rows,
+      java.util.List<String> files,
+      java.util.Map<String, String> metadata,
+      String commit,
+      String fromProvider,
+      String toProvider,
+      Integer fromFormatVersion,
+      Integer toFormatVersion) {
     return new RepartitionJournal(
         attemptId,
         phase,
