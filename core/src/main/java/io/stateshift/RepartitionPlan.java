@@ -1,5 +1,6 @@
 package io.stateshift;
 
+import io.stateshift.estimate.CostEstimate;
 import java.util.List;
 import java.util.Optional;
 
@@ -21,6 +22,10 @@ import java.util.Optional;
  * @param checkpointFormatVersion the state checkpoint format the state is in (1, or 2 where state
  *     versions are named by unique ids); 0 where not known
  * @param targetCheckpointFormatVersion the format the state is written in; 0 where not known
+ * @param stateBytes the bytes of the state as the validation listed them (every version kept); 0
+ *     where not known
+ * @param stateFiles the files of the state as listed; 0 where not known
+ * @param estimate what the cost model expects the repartition to take on the session's task slots
  */
 public record RepartitionPlan(
     String checkpoint,
@@ -34,7 +39,42 @@ public record RepartitionPlan(
     Optional<String> interruptedAttempt,
     String targetStateStoreProvider,
     int checkpointFormatVersion,
-    int targetCheckpointFormatVersion) {
+    int targetCheckpointFormatVersion,
+    long stateBytes,
+    long stateFiles,
+    Optional<CostEstimate> estimate) {
+
+  /** A plan without the state's size and an estimate. */
+  public RepartitionPlan(
+      String checkpoint,
+      String queryId,
+      String stateStoreProvider,
+      int fromPartitions,
+      int toPartitions,
+      long lastCommittedBatch,
+      long repartitionBatch,
+      List<OperatorInfo> operators,
+      Optional<String> interruptedAttempt,
+      String targetStateStoreProvider,
+      int checkpointFormatVersion,
+      int targetCheckpointFormatVersion) {
+    this(
+        checkpoint,
+        queryId,
+        stateStoreProvider,
+        fromPartitions,
+        toPartitions,
+        lastCommittedBatch,
+        repartitionBatch,
+        operators,
+        interruptedAttempt,
+        targetStateStoreProvider,
+        checkpointFormatVersion,
+        targetCheckpointFormatVersion,
+        0,
+        0,
+        Optional.empty());
+  }
 
   /** A plan whose state checkpoint format is not known. */
   public RepartitionPlan(
@@ -126,6 +166,14 @@ public record RepartitionPlan(
         .append(" -> ")
         .append(toPartitions)
         .append('\n');
+    if (stateFiles > 0) {
+      out.append(
+          String.format(
+              java.util.Locale.ROOT,
+              "state:             %,d bytes in %,d files%n",
+              stateBytes,
+              stateFiles));
+    }
     out.append("from batch:        ").append(lastCommittedBatch).append(" (last committed)\n");
     out.append("writes batch:      ").append(repartitionBatch).append('\n');
     for (OperatorInfo op : operators) {

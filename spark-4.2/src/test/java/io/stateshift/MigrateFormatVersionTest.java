@@ -93,6 +93,13 @@ class MigrateFormatVersionTest {
     JsonNode plan = JSON.readTree(dryRun.out()).get("plan");
     assertThat(plan.get("checkpointFormatVersion").asInt()).isEqualTo(fromFormat);
     assertThat(plan.get("targetCheckpointFormatVersion").asInt()).isEqualTo(toFormat);
+    // RocksDB's size includes the SST files its version zips name
+    assertThat(plan.get("stateFiles").asLong()).isGreaterThan(2L * from);
+    assertThat(plan.get("stateBytes").asLong()).isPositive();
+    JsonNode work = plan.get("estimate").get("work");
+    assertThat(plan.get("estimate").get("seconds").asDouble()).isPositive();
+    assertThat(work.get("filesRead").asLong()).isEqualTo(plan.get("stateFiles").asLong());
+    assertThat(work.get("filesWritten").asLong()).isEqualTo(2 * work.get("newStores").asLong());
     assertThat(JSON.readTree(dryRun.out()).get("sessionNotes").toString())
         .contains(FORMAT)
         .contains("state checkpoint format v" + toFormat);

@@ -13,6 +13,7 @@ import org.apache.spark.sql.SparkSession;
  *
  * @param storeConf the SQL settings the state stores are opened with: the session's, then the
  *     offset log's, then the checkpoint format the commit log shows
+ * @param size the bytes and files of the state, from the validation's listings
  */
 public record StateLayout(
     Checkpoint checkpoint,
@@ -22,7 +23,8 @@ public record StateLayout(
     List<StatefulOperator> operators,
     List<StoreSpec> stores,
     Map<String, String> storeConf,
-    StateCheckpointIds checkpointIds) {
+    StateCheckpointIds checkpointIds,
+    StateSize size) {
 
   public static final String HDFS_PROVIDER =
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";

@@ -15,6 +15,8 @@ import io.stateshift.checkpoint.spi.SparkLines;
 import io.stateshift.cli.CommandLine.Invocation;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.demo.DeviceCountsDemo;
+import io.stateshift.estimate.CostEstimate;
+import io.stateshift.estimate.CostModel;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.function.Function;
@@ -177,7 +179,7 @@ public final class StateShiftCli {
         RepartitionPlan plan = action.plan();
         json.put("changed", false);
         putPlan(json.putObject("plan"), plan);
-        return new Outcome(OK, plan + "dry run: nothing was written.\n", json);
+        return new Outcome(OK, plan + estimateLine(plan) + "dry run: nothing was written.\n", json);
       }
       RepartitionResult result = action.execute();
       json.put("changed", result.fromPartitions() != result.toPartitions());
@@ -229,7 +231,7 @@ public final class StateShiftCli {
       plan = action.plan();
       json.put("changed", false);
       putPlan(json.putObject("plan"), plan);
-      text.append(plan).append("dry run: nothing was written.\n");
+      text.append(plan).append(estimateLine(plan)).append("dry run: nothing was written.\n");
     } else {
       RepartitionResult result = action.execute();
       plan = result.plan();
@@ -334,6 +336,32 @@ public final class StateShiftCli {
       op.stores().forEach(stores::add);
     }
     node.put("interruptedAttempt", plan.interruptedAttempt().orElse(null));
+    if (plan.stateFiles() > 0) {
+      node.put("stateBytes", plan.stateBytes());
+      node.put("stateFiles", plan.stateFiles());
+    }
+    plan.estimate().ifPresent(e -> putEstimate(node.putObject("estimate"), e));
+  }
+
+  private static String estimateLine(RepartitionPlan plan) {
+    return plan.estimate().map(e -> e + "\n").orElse("");
+  }
+
+  private static void putEstimate(ObjectNode node, CostEstimate estimate) {
+    node.put("seconds", estimate.seconds());
+    node.put("taskSlots", estimate.slots().count());
+    node.put("taskSlotsSource", estimate.slots().source());
+    node.put("fittedOn", estimate.fittedOn());
+    ObjectNode terms = node.putObject("termSeconds");
+    estimate.termSeconds().forEach((term, seconds) -> terms.put(term.key, seconds));
+    CostModel.Job job = estimate.job();
+    ObjectNode work = node.putObject("work");
+    work.put("oldStores", job.oldStores());
+    work.put("newStores", job.newStores());
+    work.put("stateBytes", job.stateBytes());
+    work.put("filesRead", job.stateFiles());
+    work.put("filesWritten", job.filesWritten());
+    work.put("objectStore", job.objectStore());
   }
 
   private Outcome rollback(SparkSession spark, Invocation args) {

@@ -18,6 +18,9 @@ import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.checkpoint.spi.SinkLog;
 import io.stateshift.checkpoint.spi.SparkLines;
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.estimate.CostEstimate;
+import io.stateshift.estimate.CostModel;
+import io.stateshift.estimate.TaskSlots;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -523,7 +526,26 @@ public final class RepartitionRunner {
         interrupted,
         targetProvider != null ? targetProvider : layout.provider(),
         layout.checkpointFormatVersion(),
-        targetProvider != null ? targetFormat : layout.checkpointFormatVersion());
+        targetProvider != null ? targetFormat : layout.checkpointFormatVersion(),
+        layout.size().bytes(),
+        layout.size().files(),
+        Optional.of(estimate(layout)));
+  }
+
+  /** What the cost model expects this run to take on the session's task slots. */
+  private CostEstimate estimate(StateLayout layout) {
+    String writeProvider = targetProvider != null ? targetProvider : layout.provider();
+    CostModel.Job job =
+        new CostModel.Job(
+            layout.partitions(),
+            target,
+            Math.max(1, layout.stores().size()),
+            layout.size().bytes(),
+            layout.size().files(),
+            layout.rocksDb(),
+            writeProvider.equals(StateLayout.ROCKSDB_PROVIDER),
+            CostModel.Job.onObjectStore(files.root().toString()));
+    return CostModel.standard().estimate(job, TaskSlots.of(spark));
   }
 
   /** Runs with the lock held: a query starting from now on sees the lock and is refused. */

@@ -1,6 +1,7 @@
 package io.stateshift.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -251,6 +252,29 @@ class StateShiftCliTest {
     assertThat(plan.get("dryRun").asBoolean()).isTrue();
     assertThat(plan.get("changed").asBoolean()).isFalse();
     assertThat(plan.get("plan").get("fromPartitions").asInt()).isEqualTo(4);
+    // the state's size is what the partition folders hold (their .crc files hidden by Hadoop)
+    long[] listed = stateFilesAndBytes(checkpoint);
+    assertThat(plan.get("plan").get("stateFiles").asLong()).isEqualTo(listed[0]).isPositive();
+    assertThat(plan.get("plan").get("stateBytes").asLong()).isEqualTo(listed[1]);
+    JsonNode estimate = plan.get("plan").get("estimate");
+    assertThat(estimate.get("seconds").asDouble()).isPositive();
+    assertThat(estimate.get("taskSlotsSource").asText()).contains(spark.sparkContext().master());
+    assertThat(estimate.get("taskSlots").asInt()).isPositive();
+    assertThat(estimate.get("work").get("oldStores").asLong()).isEqualTo(4);
+    assertThat(estimate.get("work").get("newStores").asLong()).isEqualTo(6);
+    assertThat(estimate.get("work").get("filesRead").asLong()).isEqualTo(listed[0]);
+    double terms = 0;
+    for (JsonNode term : estimate.get("termSeconds")) {
+      terms += term.asDouble();
+    }
+    assertThat(terms).isCloseTo(estimate.get("seconds").asDouble(), within(1e-9));
+    Run dryRunText = cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run");
+    assertThat(dryRunText.exit()).as(dryRunText.err()).isZero();
+    assertThat(dryRunText.out())
+        .contains("partitions:        4 -> 6")
+        .containsPattern("state: +[\\d,]+ bytes in " + String.format("%,d", listed[0]) + " files")
+        .containsPattern("Estimated time: ~[\\d.,]+ s on \\d+ task slots? \\(cost model fitted on ")
+        .contains("dry run: nothing was written");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
     Run done =
@@ -271,6 +295,25 @@ class StateShiftCliTest {
     assertThat(verified.get("problems").size()).isZero();
     assertThat(verified.get("rowsChecked").asLong())
         .isEqualTo(result.get("result").get("rowsMoved").asLong());
+  }
+
+  /** The files and bytes directly in the state's partition folders, .crc files left out. */
+  private static long[] stateFilesAndBytes(Path checkpoint) throws java.io.IOException {
+    long[] out = new long[2];
+    Path state = checkpoint.resolve("state");
+    try (var walk = Files.walk(state, 3)) {
+      walk.filter(Files::isRegularFile)
+          .map(state::relativize)
+          .filter(f -> f.getNameCount() == 3 && f.getName(1).toString().matches("\\d+"))
+          .filter(f -> !f.getFileName().toString().startsWith("."))
+          .map(state::resolve)
+          .forEach(
+              f -> {
+                out[0]++;
+                out[1] += f.toFile().length();
+              });
+    }
+    return out;
   }
 
   @Test

@@ -9,6 +9,7 @@ import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.OffsetLogEntry;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StateSize;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.LayoutReading;
@@ -160,14 +161,15 @@ final class LayoutReader {
     if (checkpointIds != null) {
       checkCheckpointIds(files, checkpointIds, operators, partitions, provider, committed);
     }
-    checkPartitionFolders(
-        files,
-        operators,
-        partitions,
-        committed + 1,
-        provider.equals(ROCKSDB_PROVIDER),
-        checkpointIds,
-        tolerateExtraFolders);
+    StateSize size =
+        checkPartitionFolders(
+            files,
+            operators,
+            partitions,
+            committed + 1,
+            provider.equals(ROCKSDB_PROVIDER),
+            checkpointIds,
+            tolerateExtraFolders);
     SQLConf sqlConf =
         ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf().clone();
     conf.forEach(sqlConf::setConfString);
@@ -251,7 +253,15 @@ final class LayoutReader {
       }
     }
     return new StateLayout(
-        checkpoint, committed, partitions, provider, operators, stores, settings, checkpointIds);
+        checkpoint,
+        committed,
+        partitions,
+        provider,
+        operators,
+        stores,
+        settings,
+        checkpointIds,
+        size);
   }
 
   /** Format v2 is RocksDB only, and the ids must cover every partition of every operator. */
@@ -335,9 +345,10 @@ final class LayoutReader {
    * files Spark needs to load the state of the last committed batch (version {@code version}): the
    * newest snapshot at or below it and every delta or changelog after that snapshot, none of them
    * empty; for RocksDB, every SST and log file the snapshot's zip names, with the size the zip
-   * records. Damage found here is refused before anything is written.
+   * records. Damage found here is refused before anything is written. Returns the bytes and files
+   * those listings hold.
    */
-  private static void checkPartitionFolders(
+  private static StateSize checkPartitionFolders(
       CheckpointFiles files,
       List<StatefulOperator> operators,
       int partitions,
@@ -345,6 +356,7 @@ final class LayoutReader {
       boolean rocksDb,
       StateCheckpointIds checkpointIds,
       boolean tolerateExtraFolders) {
+    Tally listed = new Tally();
     for (StatefulOperator op : operators) {
       for (FileStatus child :
           tolerateExtraFolders
@@ -370,6 +382,7 @@ final class LayoutReader {
           String dir = StatefulOperator.storeDir(op.id(), p, store.name());
           // one listing per folder; a second request only where it lists no file
           Map<String, Long> sizes = fileSizes(files, dir);
+          listed.add(sizes);
           if (sizes.isEmpty() && !files.isDirectory(files.path(dir))) {
             throw Checkpoint.corrupt(
                 files,
@@ -386,14 +399,26 @@ final class LayoutReader {
           }
           if (checkpointIds != null) {
             checkRocksDbFilesById(
-                files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()));
+                files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()), listed);
           } else if (rocksDb) {
-            checkRocksDbFiles(files, dir, sizes, version);
+            checkRocksDbFiles(files, dir, sizes, version, listed);
           } else {
             checkChain(files, dir, sizes, HDFS_FILE, "snapshot", version);
           }
         }
       }
+    }
+    return new StateSize(listed.bytes, listed.files);
+  }
+
+  /** The bytes and files of the listings made. */
+  private static final class Tally {
+    long bytes;
+    long files;
+
+    void add(Map<String, Long> sizes) {
+      files += sizes.size();
+      sizes.values().forEach(size -> bytes += size);
     }
   }
 
@@ -471,12 +496,17 @@ final class LayoutReader {
    * (whose header names the files it builds on; Spark follows that lineage when loading).
    */
   private static void checkRocksDbFilesById(
-      CheckpointFiles files, String dir, Map<String, Long> sizes, long version, String id) {
+      CheckpointFiles files,
+      String dir,
+      Map<String, Long> sizes,
+      long version,
+      String id,
+      Tally listed) {
     String zip = version + "_" + id + ".zip";
     String changelog = version + "_" + id + ".changelog";
     if (sizes.containsKey(zip)) {
       checkNotEmpty(files, dir, zip, sizes);
-      checkZipFiles(files, dir, zip);
+      checkZipFiles(files, dir, zip, listed);
     } else if (sizes.containsKey(changelog)) {
       checkNotEmpty(files, dir, changelog, sizes);
     } else {
@@ -495,16 +525,16 @@ final class LayoutReader {
   }
 
   private static void checkRocksDbFiles(
-      CheckpointFiles files, String dir, Map<String, Long> sizes, long version) {
+      CheckpointFiles files, String dir, Map<String, Long> sizes, long version, Tally listed) {
     String zip = checkChain(files, dir, sizes, ROCKSDB_FILE, "zip", version);
     if (zip == null) {
       return; // changelog checkpointing, no snapshot yet: the changelogs hold all of the state
     }
-    checkZipFiles(files, dir, zip);
+    checkZipFiles(files, dir, zip, listed);
   }
 
   /** Every SST and log file a RocksDB version zip names is there, with the size it records. */
-  private static void checkZipFiles(CheckpointFiles files, String dir, String zip) {
+  private static void checkZipFiles(CheckpointFiles files, String dir, String zip, Tally listed) {
     JsonNode metadata = rocksDbZipMetadata(files, dir + "/" + zip);
     Map<String, Map<String, Long>> listings = new HashMap<>();
     for (String[] kind :
@@ -529,7 +559,16 @@ final class LayoutReader {
               RESTORE);
         }
         String sub = dir + "/" + kind[2];
-        Long actual = listings.computeIfAbsent(sub, d -> fileSizes(files, d)).get(name);
+        Long actual =
+            listings
+                .computeIfAbsent(
+                    sub,
+                    d -> {
+                      Map<String, Long> listing = fileSizes(files, d);
+                      listed.add(listing);
+                      return listing;
+                    })
+                .get(name);
         if (actual == null) {
           throw Checkpoint.corrupt(
               files,

@@ -1,0 +1,172 @@
+package io.stateshift.estimate;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+
+/**
+ * A repartition's wall time from the size of its work, with coefficients fitted on measured runs
+ * ({@code bench/fit}, docs/performance.md "Cost model"):
+ *
+ * <pre>
+ * seconds = fixed + requests x perRequest
+ *         + (old stores x perOldStore + files read x perFile + bytes x perByte) / read slots
+ *         + (new stores x perNewStore + files written x perFile + bytes x perByte) / write slots
+ * </pre>
+ *
+ * The read stage runs a task per old partition and the write stage one per new partition, so each
+ * side runs on {@code min(task slots, its partitions)} slots. Requests (on object stores only) are
+ * counted as the driver makes most of them, one after another: the validation's listings and the
+ * switch's moves.
+ *
+ * @param coefficients seconds per unit of each {@link Term}
+ * @param requestsPerFile object-store requests per state file, by the provider that reads the state
+ *     ({@code rocksdb}, {@code hdfs})
+ * @param fittedOn what the coefficients were fitted on, in words
+ */
+public record CostModel(
+    Map<Term, Double> coefficients, Map<String, Double> requestsPerFile, String fittedOn) {
+
+  /** The resource the coefficients are read from, on the class path. */
+  public static final String RESOURCE = "/io/stateshift/estimate/cost-model.properties";
+
+  /** Files a new store writes: RocksDB's SST file and version zip; the HDFS-backed snapshot. */
+  static final int ROCKSDB_FILES_PER_NEW_STORE = 2;
+
+  static final int HDFS_FILES_PER_NEW_STORE = 1;
+
+  private static final Set<String> OBJECT_STORES =
+      Set.of("s3a", "s3", "s3n", "abfs", "abfss", "wasb", "wasbs", "gs", "oss", "cos");
+
+  /** The model's terms, each with its coefficient's key in the resource file. */
+  public enum Term {
+    FIXED("fixed", "seconds per job"),
+    OLD_STORES("oldStores", "seconds per old store opened, per task slot"),
+    NEW_STORES("newStores", "seconds per new store written, per task slot"),
+    FILES("files", "seconds per state file read or written, per task slot"),
+    BYTES("bytes", "seconds per byte read and per byte written, per task slot"),
+    REQUESTS("requests", "seconds per object-store request (driver)");
+
+    public final String key;
+    public final String unit;
+
+    Term(String key, String unit) {
+      this.key = key;
+      this.unit = unit;
+    }
+  }
+
+  /**
+   * What a repartition works on.
+   *
+   * @param storesPerPartition state stores per partition (a join has 4)
+   * @param stateBytes bytes of the state as listed ({@link io.stateshift.checkpoint.StateSize})
+   * @param stateFiles files of the state as listed
+   * @param readsRocksDb the state is in RocksDB (else the HDFS-backed store)
+   * @param writesRocksDb the new state is written for RocksDB
+   * @param objectStore the checkpoint is on an object store (S3, ABFS, GCS)
+   */
+  public record Job(
+      int fromPartitions,
+      int toPartitions,
+      int storesPerPartition,
+      long stateBytes,
+      long stateFiles,
+      boolean readsRocksDb,
+      boolean writesRocksDb,
+      boolean objectStore) {
+
+    public long oldStores() {
+      return (long) fromPartitions * storesPerPartition;
+    }
+
+    public long newStores() {
+      return (long) toPartitions * storesPerPartition;
+    }
+
+    public long filesWritten() {
+      return newStores() * (writesRocksDb ? ROCKSDB_FILES_PER_NEW_STORE : HDFS_FILES_PER_NEW_STORE);
+    }
+
+    /** Whether a checkpoint location's scheme is an object store's. */
+    public static boolean onObjectStore(String location) {
+      int colon = location.indexOf(':');
+      return colon > 0 && OBJECT_STORES.contains(location.substring(0, colon).toLowerCase());
+    }
+  }
+
+  private static CostModel standard;
+
+  /** The model of the coefficients shipped in {@link #RESOURCE}. */
+  public static synchronized CostModel standard() {
+    if (standard == null) {
+      try (InputStream in = CostModel.class.getResourceAsStream(RESOURCE)) {
+        if (in == null) {
+          throw new IllegalStateException("no " + RESOURCE + " on the class path");
+        }
+        Properties p = new Properties();
+        p.load(in);
+        standard = of(p);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+    return standard;
+  }
+
+  /** The model of a coefficients file's properties. */
+  public static CostModel of(Properties p) {
+    Map<Term, Double> coefficients = new LinkedHashMap<>();
+    for (Term t : Term.values()) {
+      coefficients.put(t, Double.parseDouble(p.getProperty("seconds." + t.key, "0")));
+    }
+    Map<String, Double> requests = new LinkedHashMap<>();
+    for (String provider : List.of("rocksdb", "hdfs")) {
+      requests.put(provider, Double.parseDouble(p.getProperty("requestsPerFile." + provider, "0")));
+    }
+    return new CostModel(coefficients, requests, p.getProperty("fittedOn", "(not fitted)"));
+  }
+
+  /**
+   * How much of each term a job has, already divided by the slots it runs on: the model's seconds
+   * are these times the coefficients. The fitter fits on these.
+   */
+  public Map<Term, Double> quantities(Job job, int taskSlots) {
+    double readSlots = Math.max(1, Math.min(taskSlots, job.fromPartitions()));
+    double writeSlots = Math.max(1, Math.min(taskSlots, job.toPartitions()));
+    double requests =
+        job.objectStore()
+            ? job.stateFiles() * requestsPerFile.get(job.readsRocksDb() ? "rocksdb" : "hdfs")
+            : 0;
+    Map<Term, Double> q = new LinkedHashMap<>();
+    q.put(Term.FIXED, 1.0);
+    q.put(Term.OLD_STORES, job.oldStores() / readSlots);
+    q.put(Term.NEW_STORES, job.newStores() / writeSlots);
+    q.put(Term.FILES, job.stateFiles() / readSlots + job.filesWritten() / writeSlots);
+    q.put(Term.BYTES, job.stateBytes() / readSlots + job.stateBytes() / writeSlots);
+    q.put(Term.REQUESTS, requests);
+    return q;
+  }
+
+  /** The estimate for a job on {@code slots}. */
+  public CostEstimate estimate(Job job, TaskSlots slots) {
+    Map<Term, Double> termSeconds = new LinkedHashMap<>();
+    double seconds = 0;
+    for (Map.Entry<Term, Double> q : quantities(job, slots.count()).entrySet()) {
+      double s = q.getValue() * coefficients.get(q.getKey());
+      termSeconds.put(q.getKey(), s);
+      seconds += s;
+    }
+    return new CostEstimate(seconds, slots, fittedOn, termSeconds, job);
+  }
+
+  /** The seconds for a job on {@code taskSlots}. */
+  public double seconds(Job job, int taskSlots) {
+    return estimate(job, new TaskSlots(taskSlots, "given")).seconds();
+  }
+}

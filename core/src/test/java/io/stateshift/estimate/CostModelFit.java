@@ -1,0 +1,349 @@
+package io.stateshift.estimate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.stateshift.estimate.CostModel.Job;
+import io.stateshift.estimate.CostModel.Term;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+import org.apache.spark.SparkConf;
+
+/**
+ * Fits the {@link CostModel}'s coefficients on every run in bench/results, writes them to the
+ * coefficients file, prints the check against each run and rewrites the "Cost model" section of
+ * docs/performance.md between {@code <!-- cost-model:begin -->} and {@code <!-- cost-model:end
+ * -->}. Run by {@code bench/fit}.
+ *
+ * <p>The fit is least squares on the relative error (a 2 s run counts as much as a 40 s one), every
+ * coefficient at least 0. A term no run exercises (object-store requests: every benchmark run is on
+ * local disk) is not fitted: its coefficient stays as the coefficients file has it.
+ *
+ * <p>Usage: {@code CostModelFit <results dir> <markdown file> <coefficients file>}.
+ */
+public final class CostModelFit {
+  static final String BEGIN = "<!-- cost-model:begin -->";
+  static final String END = "<!-- cost-model:end -->";
+
+  /** RocksDB's target SST file size: a large store has about one file per this many bytes. */
+  static final long SST_FILE_BYTES = 64L << 20;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private CostModelFit() {}
+
+  /** One measured run: stateshift's median time on one case of one results file. */
+  record Point(
+      String file, String label, String master, int slots, long keys, Job job, double seconds) {}
+
+  public static void main(String[] args) throws IOException {
+    Path results = Path.of(args[0]);
+    Path doc = Path.of(args[1]);
+    Path coefficientsFile = Path.of(args[2]);
+    Properties current = new Properties();
+    try (Reader in = Files.newBufferedReader(coefficientsFile)) {
+      current.load(in);
+    }
+    List<Point> points = read(results);
+    if (points.isEmpty()) {
+      throw new IllegalStateException("no stateshift runs in " + results);
+    }
+    CostModel model = fit(CostModel.of(current), points, fittedOn(points));
+    Files.writeString(coefficientsFile, properties(model, points));
+    replaceSection(doc, section(model, points));
+    System.out.println(checkTable(model, points));
+    System.err.println(
+        "fit: " + points.size() + " run(s); wrote " + coefficientsFile + " and " + doc);
+  }
+
+  /** Every stateshift run of every results file that finished. */
+  static List<Point> read(Path resultsDir) throws IOException {
+    List<Path> files;
+    try (Stream<Path> listing = Files.list(resultsDir)) {
+      files =
+          listing
+              .filter(p -> p.getFileName().toString().matches("repartition-.*\\.json"))
+              .sorted()
+              .toList();
+    }
+    List<Point> points = new ArrayList<>();
+    for (Path file : files) {
+      JsonNode results = JSON.readTree(file.toFile());
+      if (!results.path("failure").isNull() && !results.path("failure").isMissingNode()) {
+        continue;
+      }
+      JsonNode env = results.path("environment");
+      String master = env.path("master").asText();
+      int slots = TaskSlots.of(master, new SparkConf(false), env.path("cores").asInt(1)).count();
+      String name = file.getFileName().toString().replaceFirst("\\.json$", "");
+      for (JsonNode c : results.path("cases")) {
+        JsonNode run = c.path("methods").path("stateshift");
+        if (!run.path("medianMillis").isNumber()) {
+          continue;
+        }
+        boolean rocksDb = c.path("provider").asText().equals("RocksDB");
+        int stores =
+            c.path("storesPerPartition").isInt()
+                ? c.path("storesPerPartition").asInt()
+                : Math.max(1, run.path("runs").path(0).path("check").path("rowsPerStore").size());
+        // The benchmark counts every file under state/; Hadoop's listing of a local disk hides
+        // the .crc file beside each state file, so the validation lists half of them.
+        Job job =
+            new Job(
+                c.path("from").asInt(),
+                c.path("to").asInt(),
+                stores,
+                c.path("stateBytes").asLong(),
+                c.path("stateFiles").asLong() / 2,
+                rocksDb,
+                rocksDb,
+                false);
+        String label =
+            String.format(
+                Locale.ROOT,
+                "%s, %s, %,d keys",
+                c.path("shape").asText(),
+                c.path("provider").asText(),
+                c.path("keys").asLong());
+        points.add(
+            new Point(
+                name,
+                label,
+                master,
+                slots,
+                c.path("keys").asLong(),
+                job,
+                run.path("medianMillis").asDouble() / 1000));
+      }
+    }
+    return points;
+  }
+
+  /**
+   * The coefficients that fit the points best in relative error, each at least 0. Terms whose
+   * quantity is 0 in every point keep {@code prior}'s coefficient.
+   */
+  static CostModel fit(CostModel prior, List<Point> points, String fittedOn) {
+    List<Map<Term, Double>> quantities =
+        points.stream().map(p -> prior.quantities(p.job(), p.slots())).toList();
+    List<Term> free =
+        Arrays.stream(Term.values())
+            .filter(t -> quantities.stream().anyMatch(q -> q.get(t) != 0))
+            .toList();
+    double[][] a = new double[points.size()][free.size()];
+    double[] b = new double[points.size()];
+    for (int i = 0; i < points.size(); i++) {
+      double y = points.get(i).seconds();
+      double kept = 0;
+      for (Term t : Term.values()) {
+        if (!free.contains(t)) {
+          kept += quantities.get(i).get(t) * prior.coefficients().get(t);
+        }
+      }
+      for (int j = 0; j < free.size(); j++) {
+        a[i][j] = quantities.get(i).get(free.get(j)) / y;
+      }
+      b[i] = (y - kept) / y;
+    }
+    double[] x = NonNegativeLeastSquares.solve(a, b);
+    Map<Term, Double> coefficients = new EnumMap<>(prior.coefficients());
+    for (int j = 0; j < free.size(); j++) {
+      coefficients.put(free.get(j), x[j]);
+    }
+    return new CostModel(coefficients, prior.requestsPerFile(), fittedOn);
+  }
+
+  /** Where the points were measured, in words, for the estimate's line. */
+  static String fittedOn(List<Point> points) {
+    TreeSet<String> masters = new TreeSet<>();
+    points.forEach(p -> masters.add(p.master()));
+    return points.size()
+        + " benchmark runs on local disk, "
+        + String.join(", ", masters)
+        + "; object-store requests from one loopback S3 run";
+  }
+
+  static String properties(CostModel model, List<Point> points) {
+    StringBuilder out = new StringBuilder();
+    out.append(
+        "# Coefficients of io.stateshift.estimate.CostModel, written by bench/fit (run it again\n"
+            + "# after new results land in bench/results). Fitted on the stateshift runs of:\n");
+    new TreeSet<>(points.stream().map(Point::file).toList())
+        .forEach(f -> out.append("#   bench/results/").append(f).append(".json\n"));
+    out.append(
+        "# Not fitted, kept by bench/fit as they stand here: seconds.requests and\n"
+            + "# requestsPerFile.* come from S3RequestCostTest's run on the loopback S3 server\n"
+            + "# (docs/object-stores-and-clusters.md, \"Requests on S3\"): requests / state files,\n"
+            + "# and (s3a time - local-disk time) / requests.\n");
+    out.append("fittedOn=").append(model.fittedOn()).append('\n');
+    model
+        .coefficients()
+        .forEach((t, v) -> out.append("seconds.").append(t.key).append('=').append(v).append('\n'));
+    model
+        .requestsPerFile()
+        .forEach(
+            (p, v) -> out.append("requestsPerFile.").append(p).append('=').append(v).append('\n'));
+    return out.toString();
+  }
+
+  static String checkTable(CostModel model, List<Point> points) {
+    StringBuilder t = new StringBuilder();
+    t.append(
+        "| results file | case | from->to | task slots | state MB | measured s | predicted s | "
+            + "error |\n|---|---|---|---|---|---|---|---|\n");
+    for (Point p : points) {
+      double predicted = model.seconds(p.job(), p.slots());
+      t.append(
+          String.format(
+              Locale.ROOT,
+              "| `%s` | %s | %d->%d | %d | %.0f | %.2f | %.2f | %+.0f%% |%n",
+              p.file(),
+              p.label(),
+              p.job().fromPartitions(),
+              p.job().toPartitions(),
+              p.slots(),
+              p.job().stateBytes() / 1e6,
+              p.seconds(),
+              predicted,
+              100 * (predicted - p.seconds()) / p.seconds()));
+    }
+    return t.toString();
+  }
+
+  /** The generated part of docs/performance.md's "Cost model" section. */
+  static String section(CostModel model, List<Point> points) {
+    StringBuilder s = new StringBuilder();
+    s.append("Coefficients (").append(model.fittedOn()).append("):\n\n");
+    s.append("| term | coefficient | unit |\n|---|---|---|\n");
+    model
+        .coefficients()
+        .forEach(
+            (t, v) ->
+                s.append(
+                    String.format(
+                        Locale.ROOT,
+                        "| %s | %.4g | %s%s |%n",
+                        t.key,
+                        v,
+                        t.unit,
+                        t == Term.REQUESTS ? "; not fitted, from one loopback S3 run" : "")));
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "| requests per state file | %s | RocksDB, HDFS-backed; not fitted, from the same run |%n",
+            model.requestsPerFile().values().stream()
+                .map(v -> String.format(Locale.ROOT, "%.1f", v))
+                .reduce((x, y) -> x + ", " + y)
+                .orElse("-")));
+    double[] errors =
+        points.stream()
+            .mapToDouble(p -> Math.abs(model.seconds(p.job(), p.slots()) / p.seconds() - 1))
+            .sorted()
+            .toArray();
+    long within25 = Arrays.stream(errors).filter(e -> e <= 0.25).count();
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "%nThe check against every measured run (stateshift's median; state files as the "
+                + "validation lists them, half the benchmark's count, which includes the `.crc` "
+                + "files): median error %.0f%%, largest %.0f%%, %d of %d within 25%%.%n%n",
+            100 * errors[errors.length / 2],
+            100 * errors[errors.length - 1],
+            within25,
+            errors.length));
+    s.append(checkTable(model, points));
+    s.append(predictions(model, points));
+    return s.toString();
+  }
+
+  /** The estimates for 100 GB and 1 TB on 10 and 100 executors of 4 cores. */
+  static String predictions(CostModel model, List<Point> points) {
+    List<Point> rocksDb = points.stream().filter(p -> p.job().readsRocksDb()).toList();
+    double filesPerStore =
+        median(
+            rocksDb.stream()
+                .mapToDouble(p -> (double) p.job().stateFiles() / p.job().oldStores())
+                .toArray());
+    double[] bytesPerRow =
+        rocksDb.stream()
+            .filter(p -> p.job().storesPerPartition() == 1)
+            .mapToDouble(p -> (double) p.job().stateBytes() / p.keys())
+            .sorted()
+            .toArray();
+    StringBuilder s = new StringBuilder();
+    s.append(
+        String.format(
+            Locale.ROOT,
+            "%nPredictions, RocksDB to RocksDB, one store per partition (an aggregation or a "
+                + "deduplication; a join has 4), 4 cores per executor, state as the measured "
+                + "windowed counts have it: %.0f-%.0f bytes per key (100 GB is about %.0f billion "
+                + "keys), %.0f files per store as listed plus one per %d MiB of the store (RocksDB's "
+                + "SST target size). Local disk or HDFS: no request term; S3: the request term "
+                + "with the loopback S3 run's coefficient, done on the driver one request at a "
+                + "time. Not measured anywhere near this size: extrapolations, in seconds.%n%n",
+            bytesPerRow[0],
+            bytesPerRow[bytesPerRow.length - 1],
+            100e9 / median(bytesPerRow) / 1e9,
+            filesPerStore,
+            SST_FILE_BYTES >> 20));
+    s.append(
+        "| state | from->to | 10 executors (40 slots) | 100 executors (400 slots) | "
+            + "10 executors, S3 | 100 executors, S3 |\n|---|---|---|---|---|---|\n");
+    Map<String, Long> sizes = new LinkedHashMap<>();
+    sizes.put("100 GB", 100_000_000_000L);
+    sizes.put("1 TB", 1_000_000_000_000L);
+    for (Map.Entry<String, Long> size : sizes.entrySet()) {
+      for (int from : new int[] {200, 2_000, 10_000}) {
+        for (int to : new int[] {from / 2, from * 2}) {
+          long bytes = size.getValue();
+          long files = Math.round(from * (filesPerStore + (double) bytes / from / SST_FILE_BYTES));
+          Job local = new Job(from, to, 1, bytes, files, true, true, false);
+          Job s3 = new Job(from, to, 1, bytes, files, true, true, true);
+          s.append(
+              String.format(
+                  Locale.ROOT,
+                  "| %s | %,d->%,d | %s | %s | %s | %s |%n",
+                  size.getKey(),
+                  from,
+                  to,
+                  CostEstimate.duration(model.seconds(local, 40)),
+                  CostEstimate.duration(model.seconds(local, 400)),
+                  CostEstimate.duration(model.seconds(s3, 40)),
+                  CostEstimate.duration(model.seconds(s3, 400))));
+        }
+      }
+    }
+    return s.toString();
+  }
+
+  private static double median(double[] values) {
+    double[] sorted = values.clone();
+    Arrays.sort(sorted);
+    return sorted[sorted.length / 2];
+  }
+
+  static void replaceSection(Path doc, String section) throws IOException {
+    String text = Files.readString(doc);
+    int begin = text.indexOf(BEGIN);
+    int end = text.indexOf(END);
+    if (begin < 0 || end < begin) {
+      throw new IllegalStateException(doc + " has no " + BEGIN + " ... " + END + " markers");
+    }
+    String updated =
+        text.substring(0, begin + BEGIN.length()) + "\n" + section + text.substring(end);
+    if (!updated.equals(text)) {
+      Files.writeString(doc, updated);
+    }
+  }
+}

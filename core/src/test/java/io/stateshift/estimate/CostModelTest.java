@@ -1,0 +1,99 @@
+package io.stateshift.estimate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.estimate.CostModel.Job;
+import io.stateshift.estimate.CostModel.Term;
+import java.util.EnumMap;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.junit.jupiter.api.Test;
+
+class CostModelTest {
+  private static final CostModel MODEL = model(0.5, 0.07, 0.1, 0.002, 8e-9, 0.03);
+
+  static CostModel model(double... seconds) {
+    Map<Term, Double> c = new EnumMap<>(Term.class);
+    for (Term t : Term.values()) {
+      c.put(t, seconds[t.ordinal()]);
+    }
+    return new CostModel(c, Map.of("rocksdb", 18.0, "hdfs", 23.0), "test points");
+  }
+
+  static Job job(int from, int to, long bytes, long files, boolean objectStore) {
+    return new Job(from, to, 1, bytes, files, true, true, objectStore);
+  }
+
+  @Test
+  void theTermsAddUpToTheEstimateAndTheShippedModelLoads() {
+    CostEstimate e = MODEL.estimate(job(200, 64, 5_000_000_000L, 1_600, false), slots(40));
+    assertThat(e.termSeconds().values().stream().mapToDouble(Double::doubleValue).sum())
+        .isCloseTo(e.seconds(), org.assertj.core.data.Offset.offset(1e-9));
+    // by hand: 0.5 + (200 x 0.07 + 1,600 x 0.002 + 5e9 x 8e-9) / 40 + (64 x 0.1 + 128 x 0.002
+    // + 5e9 x 8e-9) / 40
+    double expected = 0.5 + (14 + 3.2 + 40) / 40 + (6.4 + 0.256 + 40) / 40;
+    assertThat(e.seconds()).isCloseTo(expected, org.assertj.core.data.Offset.offset(1e-9));
+    assertThat(e.toString())
+        .startsWith("Estimated time: ~")
+        .contains("on 40 task slots (cost model fitted on test points; task slots from given)");
+    assertThat(CostModel.standard().fittedOn()).isNotBlank();
+    assertThat(CostModel.standard().coefficients()).containsOnlyKeys(Term.values());
+  }
+
+  @Test
+  void theEstimateGrowsWithBytesAndStoresAndShrinksWithSlots() {
+    double base = MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 8);
+    assertThat(MODEL.seconds(job(200, 400, 4_000_000_000L, 1_600, false), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(400, 400, 1_000_000_000L, 1_600, false), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(200, 800, 1_000_000_000L, 1_600, false), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, true), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 64)).isLessThan(base);
+    // a stage has no more tasks than partitions: slots beyond both counts change nothing
+    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 400))
+        .isEqualTo(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 4_000));
+  }
+
+  @Test
+  void onlyObjectStoresPayForRequests() {
+    assertThat(Job.onObjectStore("s3a://bucket/cp")).isTrue();
+    assertThat(Job.onObjectStore("abfss://c@a.dfs.core.windows.net/cp")).isTrue();
+    assertThat(Job.onObjectStore("gs://bucket/cp")).isTrue();
+    assertThat(Job.onObjectStore("hdfs://nn:8020/cp")).isFalse();
+    assertThat(Job.onObjectStore("file:/tmp/cp")).isFalse();
+    CostEstimate local = MODEL.estimate(job(8, 16, 1_000, 100, false), slots(2));
+    CostEstimate s3 = MODEL.estimate(job(8, 16, 1_000, 100, true), slots(2));
+    assertThat(local.termSeconds().get(Term.REQUESTS)).isZero();
+    assertThat(s3.termSeconds().get(Term.REQUESTS)).isCloseTo(100 * 18 * 0.03, within());
+  }
+
+  @Test
+  void taskSlotsComeFromTheMasterOrTheExecutorSettings() {
+    SparkConf none = new SparkConf(false);
+    assertThat(TaskSlots.of("local[6]", none, 1).count()).isEqualTo(6);
+    assertThat(TaskSlots.of("local[6]", none, 1).source()).contains("local[6]");
+    assertThat(TaskSlots.of("local", none, 1).count()).isEqualTo(1);
+    assertThat(TaskSlots.of("local[3,2]", none, 1).count()).isEqualTo(3);
+    assertThat(TaskSlots.of("local[*]", none, 1).count())
+        .isEqualTo(Runtime.getRuntime().availableProcessors());
+    assertThat(TaskSlots.of("local-cluster[2,3,1024]", none, 1).count()).isEqualTo(6);
+    SparkConf executors =
+        new SparkConf(false)
+            .set("spark.executor.instances", "100")
+            .set("spark.executor.cores", "4")
+            .set("spark.task.cpus", "2");
+    TaskSlots cluster = TaskSlots.of("spark://m:7077", executors, 7);
+    assertThat(cluster.count()).isEqualTo(200);
+    assertThat(cluster.source()).contains("spark.executor.instances 100");
+    TaskSlots registered = TaskSlots.of("yarn", none, 7);
+    assertThat(registered.count()).isEqualTo(7);
+    assertThat(registered.source()).contains("defaultParallelism");
+  }
+
+  private static TaskSlots slots(int n) {
+    return new TaskSlots(n, "given");
+  }
+
+  private static org.assertj.core.data.Offset<Double> within() {
+    return org.assertj.core.data.Offset.offset(1e-9);
+  }
+}
