@@ -41,7 +41,9 @@ import org.junit.jupiter.api.io.TempDir;
  *       which reaches executors through Spark's conf): the task runs again on another executor.
  *   <li>The checkpoint on S3 (s3proxy on loopback, {@link S3Server}), which neither the command
  *       line's class path nor the Workers' can reach: the S3A connector comes with {@code --jars},
- *       the driver loads it and ships it to the executors, and an executor is killed mid-task.
+ *       the driver loads it and ships it to the executors, and an executor is killed mid-task; for
+ *       the command line and for the on-demand path (the connector next to the runtime jar in
+ *       {@code spark-submit --jars}, the S3 settings and the fail point as {@code --conf}).
  * </ul>
  *
  * Each time, the query's output after the change equals its uninterrupted run's, read back as users
@@ -167,22 +169,7 @@ class StandaloneClusterTest {
             "--assume-stopped");
     assertThat(exit).as("exit code; see %s", cluster.logDir()).isZero();
 
-    SparkEventLog log = SparkEventLog.read(events);
-    List<SparkEventLog.TaskRun> lost =
-        log.stateshiftTasks().stream().filter(t -> !t.succeeded()).toList();
-    assertThat(lost).as("tasks lost with their executor").isNotEmpty();
-    assertThat(lost).allMatch(t -> t.endReason().equals("ExecutorLostFailure"));
-    assertThat(log.removedExecutors()).isNotEmpty();
-    for (SparkEventLog.TaskRun failed : lost) {
-      assertThat(log.stateshiftTasks())
-          .as("the task of %s ran again on another executor", failed)
-          .anyMatch(
-              t ->
-                  t.succeeded()
-                      && t.stage() >= failed.stage()
-                      && t.index() == failed.index()
-                      && !t.executor().equals(failed.executor()));
-    }
+    assertLostTasksRanAgainElsewhere(SparkEventLog.read(events));
 
     assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
     Path sink = tmp.resolve("sink");
@@ -255,7 +242,47 @@ class StandaloneClusterTest {
 
   @Test
   void anApplicationOnTheClusterRepartitionsAtRestartWithJarsAndOneSetting() throws Exception {
-    String checkpoint = hdfs.getURI() + "/checkpoints/on-demand";
+    SparkEventLog log =
+        restartOnTheCluster(
+            "on-demand", hdfs.getURI() + "/checkpoints/on-demand", Map.of(), List.of());
+    assertThat(log.stateshiftTasks()).isNotEmpty().allMatch(SparkEventLog.TaskRun::succeeded);
+    assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
+  }
+
+  @Test
+  void anApplicationWithItsCheckpointOnS3RepartitionsAtRestartWhileAnExecutorIsKilled()
+      throws Exception {
+    Configuration session = spark.sparkContext().hadoopConfiguration();
+    Map<String, String> extra = new LinkedHashMap<>(s3.sparkSettings());
+    extra.put(FailPoints.PROPERTY, "staging-task");
+    List<Path> connector = StandaloneCluster.s3ConnectorJars();
+    assertThat(connector).hasSize(3);
+    s3.applyTo(session);
+    SparkEventLog log;
+    try {
+      log = restartOnTheCluster("on-demand-s3", s3.uri("checkpoints/on-demand"), extra, connector);
+    } finally {
+      s3.hadoopSettings().keySet().forEach(session::unset);
+    }
+    assertThat(log.sparkProperties().get("spark.jars"))
+        .as("the connector was shipped to the executors")
+        .contains(connector.stream().map(jar -> jar.toUri().toString()).toList());
+    assertLostTasksRanAgainElsewhere(log);
+    assertThat(log.executorsThatRanStateshiftTasks())
+        .as("executors that ran tasks")
+        .hasSizeGreaterThanOrEqualTo(2);
+  }
+
+  /**
+   * The on-demand path in an application submitted to the cluster: the query (two state stores, 3
+   * partitions) runs over two input files in this JVM with its checkpoint at {@code checkpoint},
+   * then {@link SubmitApp} restarts it with {@code spark-submit --jars <runtime jar>[,jars]},
+   * {@code spark.sql.streaming.stateStore.partitions=6} and {@code extra} as {@code --conf} over a
+   * third file. Asserts the restart's repartition and that the output equals an uninterrupted
+   * run's; returns the application's event log.
+   */
+  private SparkEventLog restartOnTheCluster(
+      String name, String checkpoint, Map<String, String> extra, List<Path> jars) throws Exception {
     Path input = tmp.resolve("input");
     StreamRun run = new StreamRun(spark, input);
     Path sink = tmp.resolve("sink");
@@ -278,13 +305,16 @@ class StandaloneClusterTest {
     conf.put("spark.sql.catalog.stateshift", "io.stateshift.sql.StateShiftCatalog");
     conf.put("spark.sql.streaming.stateStore.partitions", "6");
     conf.put("spark.sql.shuffle.partitions", "3");
+    conf.putAll(extra);
+    List<String> shipped = new ArrayList<>(List.of(System.getProperty("stateshift.runtimeJar")));
+    jars.forEach(jar -> shipped.add(jar.toString()));
     List<String> args = new ArrayList<>(List.of("--master", cluster.masterUrl()));
     args.addAll(List.of("--class", SubmitApp.class.getName()));
-    args.addAll(List.of("--jars", System.getProperty("stateshift.runtimeJar")));
+    args.addAll(List.of("--jars", String.join(",", shipped)));
     args.addAll(cluster.confArgs(conf));
     args.add(AppJar.of(tmp.resolve("app.jar"), SubmitApp.class).toString());
     args.addAll(List.of(input.toString(), checkpoint, sink.toString(), result.toString()));
-    Path driverLog = cluster.logDir().resolve("on-demand-driver.log");
+    Path driverLog = cluster.logDir().resolve(name + "-driver.log");
     int exit = cluster.runDriver(driverLog, List.of(), "org.apache.spark.deploy.SparkSubmit", args);
     assertThat(exit).as("spark-submit exit code; see %s", driverLog).isZero();
 
@@ -296,9 +326,6 @@ class StandaloneClusterTest {
     assertThat(out.get("stateInstances")).startsWith("[6, 6");
     assertThat(out.get("repartitionMs")).isNotEqualTo("null");
     assertThat(out.get("inspectPartitions")).isEqualTo("[6]");
-    SparkEventLog log = SparkEventLog.read(events);
-    assertThat(log.stateshiftTasks()).isNotEmpty().allMatch(SparkEventLog.TaskRun::succeeded);
-    assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
 
     StreamRun oracle = new StreamRun(spark, input);
     Path oracleSink = tmp.resolve("oracle-sink");
@@ -313,6 +340,29 @@ class StandaloneClusterTest {
     assertThat(run.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
         .hasSize(5_000)
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.GROUPED_COUNT));
+    return SparkEventLog.read(events);
+  }
+
+  /**
+   * Some of stateshift's tasks were lost with an executor the driver then removed, and each ran
+   * again, to success, on another executor.
+   */
+  private static void assertLostTasksRanAgainElsewhere(SparkEventLog log) {
+    List<SparkEventLog.TaskRun> lost =
+        log.stateshiftTasks().stream().filter(t -> !t.succeeded()).toList();
+    assertThat(lost).as("tasks lost with their executor").isNotEmpty();
+    assertThat(lost).allMatch(t -> t.endReason().equals("ExecutorLostFailure"));
+    assertThat(log.removedExecutors()).isNotEmpty();
+    for (SparkEventLog.TaskRun failed : lost) {
+      assertThat(log.stateshiftTasks())
+          .as("the task of %s ran again on another executor", failed)
+          .anyMatch(
+              t ->
+                  t.succeeded()
+                      && t.stage() >= failed.stage()
+                      && t.index() == failed.index()
+                      && !t.executor().equals(failed.executor()));
+    }
   }
 
   /**

@@ -27,6 +27,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
 import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.io.CompressionCodec$;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -295,10 +296,21 @@ final class HdfsFileExchange {
       this.endMarker = endMarker;
     }
 
-    /** A new file, and its folder if missing. */
+    /**
+     * A new file, and its folder if missing. A retried task attempt replaces what an earlier
+     * attempt of its task left: a task writes several new partitions one after another, so an
+     * attempt lost with its executor leaves the partitions it finished (and, on HDFS, one half
+     * written), and the retry would otherwise fail on each of them until the job is aborted. The
+     * files are the repartition attempt's own staging files, written again from the same input.
+     */
     static OutputStream create(FileSystem fs, Path file) throws IOException {
       fs.mkdirs(file.getParent());
-      return fs.create(file, false);
+      return fs.create(file, isRetriedTask());
+    }
+
+    private static boolean isRetriedTask() {
+      TaskContext task = TaskContext.get();
+      return task != null && (task.attemptNumber() > 0 || task.stageAttemptNumber() > 0);
     }
 
     void append(
