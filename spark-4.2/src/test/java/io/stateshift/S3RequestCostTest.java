@@ -101,8 +101,15 @@ class S3RequestCostTest {
             .execute();
     long localMillis = (System.nanoTime() - started) / 1_000_000;
     System.out.printf(
-        "%s 200 -> 64: %d state files, %d requests (%s); s3a %d ms, local disk %d ms%n",
-        store, stateFiles, onS3.storeRequests(), requests, s3Millis, localMillis);
+        "%s 200 -> 64: %d state files, %d requests (%s); s3a %d ms %s, local disk %d ms %s%n",
+        store,
+        stateFiles,
+        onS3.storeRequests(),
+        requests,
+        s3Millis,
+        onS3.phaseMillis(),
+        localMillis,
+        onDisk.phaseMillis());
 
     assertThat(onS3.storeRequests())
         .as("requests for %d state files: %s", stateFiles, requests)

@@ -318,6 +318,16 @@ public final class StateShiftConf {
               + " checkpoint on an object store, a cluster file system (`hdfs://...`) saves"
               + " requests.");
 
+  public static final Setting<Integer> DRIVER_IO_THREADS =
+      intValue(
+          Section.JOB,
+          "spark.stateshift.driver.ioThreads",
+          16,
+          "Driver threads for independent file requests: the validation's listing of each"
+              + " partition folder, the switch's moves of staged files into place, the retiring of"
+              + " partition folders. On an object store each is one or several round trips. `1`"
+              + " makes them one after another.");
+
   public static final Setting<Boolean> ROCKSDB_DIRECT_COMMIT =
       bool(
           Section.JOB,

@@ -7,6 +7,7 @@ import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.OffsetLogEntry;
+import io.stateshift.checkpoint.ParallelSteps;
 import io.stateshift.checkpoint.PlacementCheck;
 import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.SessionSettings;
@@ -22,8 +23,6 @@ import io.stateshift.estimate.CostEstimate;
 import io.stateshift.estimate.CostModel;
 import io.stateshift.estimate.TaskSlots;
 import java.io.FileNotFoundException;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -934,20 +933,29 @@ public final class RepartitionRunner {
     Path staged = journal.stagedDir(files);
     String stagedPrefix = files.relativize(staged) + "/";
     List<Path> pending = files.listFilesRecursively(staged);
-    // RocksDB's SST files first, the version files that name them last.
-    pending.sort(
-        Comparator.comparing((Path p) -> !p.getParent().getName().equals("SSTs"))
-            .thenComparing(Path::toString));
     progress.accept("switching layout: moving " + pending.size() + " state files into place");
-    for (Path from : pending) {
-      String relative = files.relativize(from).substring(stagedPrefix.length());
-      try {
-        files.rename(from, files.path(relative), false);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      FailPoints.reached("publish-first-file");
+    // RocksDB's SST files first, the version files that name them last: two groups, in turn.
+    for (boolean sstFiles : new boolean[] {true, false}) {
+      List<Path> group =
+          pending.stream()
+              .filter(p -> p.getParent().getName().equals("SSTs") == sstFiles)
+              .sorted(Comparator.comparing(Path::toString))
+              .toList();
+      ParallelSteps.run(
+          group,
+          switchThreads(),
+          "switch",
+          from -> {
+            String relative = files.relativize(from).substring(stagedPrefix.length());
+            files.rename(from, files.path(relative), false);
+            FailPoints.reached("publish-first-file");
+          });
     }
+  }
+
+  /** Driver threads for the switch's and the tidying's independent file steps. */
+  private int switchThreads() {
+    return Math.max(1, StateShiftConf.DRIVER_IO_THREADS.from(spark));
   }
 
   // ---- phase FINALIZING (idempotent) ----
@@ -966,13 +974,22 @@ public final class RepartitionRunner {
         files.replace(v1, checkpoint.metadataWithPartitions(before, journal.toPartitions(), v1));
       }
       FailPoints.reached("metadata-v1");
+      List<Integer> dropped = new ArrayList<>();
       for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
-        Path live = files.path("state/" + op.id() + "/" + p);
-        if (files.exists(live)) {
-          files.moveTree(live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p));
-          FailPoints.reached("retired");
-        }
+        dropped.add(p);
       }
+      ParallelSteps.run(
+          dropped,
+          switchThreads(),
+          "retire",
+          p -> {
+            Path live = files.path("state/" + op.id() + "/" + p);
+            if (files.exists(live)) {
+              files.moveTree(
+                  live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p));
+              FailPoints.reached("retired");
+            }
+          });
       if (journal.changesFormat()) {
         retireOldFormatVersions(op.id(), journal);
       }
@@ -1005,18 +1022,22 @@ public final class RepartitionRunner {
         continue;
       }
       String prefix = files.relativize(live) + "/";
-      for (Path file : files.listFilesRecursively(live)) {
-        if (file.getParent().getName().equals("SSTs") || !old.matcher(file.getName()).matches()) {
-          continue;
-        }
-        String relative = files.relativize(file).substring(prefix.length());
-        try {
-          files.rename(file, new Path(journal.retiredDir(files), folder + "/" + relative), false);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-        FailPoints.reached(FailPoints.RETIRED_FORMAT);
-      }
+      List<Path> versions =
+          files.listFilesRecursively(live).stream()
+              .filter(
+                  file ->
+                      !file.getParent().getName().equals("SSTs")
+                          && old.matcher(file.getName()).matches())
+              .toList();
+      ParallelSteps.run(
+          versions,
+          switchThreads(),
+          "retire",
+          file -> {
+            String relative = files.relativize(file).substring(prefix.length());
+            files.rename(file, new Path(journal.retiredDir(files), folder + "/" + relative), false);
+            FailPoints.reached(FailPoints.RETIRED_FORMAT);
+          });
     }
   }
 

@@ -7,12 +7,14 @@ import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.OffsetLogEntry;
+import io.stateshift.checkpoint.ParallelSteps;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StateSize;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.LayoutReading;
+import io.stateshift.config.StateShiftConf;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -377,46 +379,57 @@ final class LayoutReader {
               RESTORE);
         }
       }
-      for (StatefulOperator.Store store : op.stores()) {
+      List<int[]> folders = new ArrayList<>(); // store index, partition
+      for (int s = 0; s < op.stores().size(); s++) {
         for (int p = 0; p < partitions; p++) {
-          String dir = StatefulOperator.storeDir(op.id(), p, store.name());
-          // one listing per folder; a second request only where it lists no file
-          Map<String, Long> sizes = fileSizes(files, dir);
-          listed.add(sizes);
-          if (sizes.isEmpty() && !files.isDirectory(files.path(dir))) {
-            throw Checkpoint.corrupt(
-                files,
-                "the partition folder "
-                    + dir
-                    + " is missing (the "
-                    + "offset log records "
-                    + partitions
-                    + " partitions, so it holds the state of "
-                    + "partition "
-                    + p
-                    + ")",
-                RESTORE);
-          }
-          if (checkpointIds != null) {
-            checkRocksDbFilesById(
-                files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()), listed);
-          } else if (rocksDb) {
-            checkRocksDbFiles(files, dir, sizes, version, listed);
-          } else {
-            checkChain(files, dir, sizes, HDFS_FILE, "snapshot", version);
-          }
+          folders.add(new int[] {s, p});
         }
       }
+      // one listing per folder, the folders on a few threads: on an object store each is a request
+      ParallelSteps.run(
+          folders,
+          StateShiftConf.DRIVER_IO_THREADS.onDriver(),
+          "validate",
+          folder -> {
+            StatefulOperator.Store store = op.stores().get(folder[0]);
+            int p = folder[1];
+            String dir = StatefulOperator.storeDir(op.id(), p, store.name());
+            // a second request only where the listing holds no file
+            Map<String, Long> sizes = fileSizes(files, dir);
+            listed.add(sizes);
+            if (sizes.isEmpty() && !files.isDirectory(files.path(dir))) {
+              throw Checkpoint.corrupt(
+                  files,
+                  "the partition folder "
+                      + dir
+                      + " is missing (the "
+                      + "offset log records "
+                      + partitions
+                      + " partitions, so it holds the state of "
+                      + "partition "
+                      + p
+                      + ")",
+                  RESTORE);
+            }
+            if (checkpointIds != null) {
+              checkRocksDbFilesById(
+                  files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()), listed);
+            } else if (rocksDb) {
+              checkRocksDbFiles(files, dir, sizes, version, listed);
+            } else {
+              checkChain(files, dir, sizes, HDFS_FILE, "snapshot", version);
+            }
+          });
     }
     return new StateSize(listed.bytes, listed.files);
   }
 
-  /** The bytes and files of the listings made. */
+  /** The bytes and files of the listings made (from several threads). */
   private static final class Tally {
     long bytes;
     long files;
 
-    void add(Map<String, Long> sizes) {
+    synchronized void add(Map<String, Long> sizes) {
       files += sizes.size();
       sizes.values().forEach(size -> bytes += size);
     }
