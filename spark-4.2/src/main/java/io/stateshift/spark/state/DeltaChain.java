@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.Arrays;
 import java.util.List;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.io.CompressionCodec;
@@ -140,12 +141,34 @@ final class DeltaChain {
   static DeltaChain read(
       FileSystem fs, List<Path> deltasNewestFirst, CompressionCodec codec, KeyHash keyHash)
       throws IOException {
+    return read(fs, deltasNewestFirst, null, codec, keyHash);
+  }
+
+  /** As {@link #read}, for files a listing returned: no request for their status. */
+  static DeltaChain readListed(
+      FileSystem fs, List<FileStatus> deltasNewestFirst, CompressionCodec codec)
+      throws IOException {
+    return read(
+        fs,
+        deltasNewestFirst.stream().map(FileStatus::getPath).toList(),
+        deltasNewestFirst,
+        codec,
+        DeltaChain::murmur3);
+  }
+
+  private static DeltaChain read(
+      FileSystem fs,
+      List<Path> deltasNewestFirst,
+      List<FileStatus> listed,
+      CompressionCodec codec,
+      KeyHash keyHash)
+      throws IOException {
     byte[][] deltas = new byte[deltasNewestFirst.size()][];
     int[][] offsets = new int[deltas.length][];
     int total = 0;
     for (int d = 0; d < deltas.length; d++) {
       Path file = deltasNewestFirst.get(d);
-      deltas[d] = decompress(fs, file, codec);
+      deltas[d] = decompress(fs, listed != null ? listed.get(d) : fs.getFileStatus(file), codec);
       try {
         offsets[d] = recordOffsets(deltas[d], file);
       } catch (IOException e) {
@@ -295,14 +318,16 @@ final class DeltaChain {
    * The whole decompressed stream of {@code file}. Content that does not decode is reported as
    * damage to the file ({@link StateFileDamage}), an I/O error of the storage as it was.
    */
-  private static byte[] decompress(FileSystem fs, Path file, CompressionCodec codec)
+  private static byte[] decompress(FileSystem fs, FileStatus status, CompressionCodec codec)
       throws IOException {
-    long compressed = fs.getFileStatus(file).getLen();
+    Path file = status.getPath();
+    long compressed = status.getLen();
     byte[] data =
         new byte[(int) Math.min(Integer.MAX_VALUE - 8, Math.max(1 << 16, compressed * 4))];
     int length = 0;
     boolean tooLarge = false;
-    InputStream raw = fs.open(file); // a missing file or a failed open is no damage to it
+    // a missing file or a failed open is no damage to it
+    InputStream raw = WholeFileReads.open(fs, status);
     try (raw;
         InputStream in = codec.compressedInputStream(StateFileDamage.marked(raw))) {
       while (true) {

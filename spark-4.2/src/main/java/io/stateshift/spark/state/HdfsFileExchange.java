@@ -16,9 +16,9 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
@@ -105,13 +105,15 @@ final class HdfsFileExchange {
       FileSystem fs = partitionDir.getFileSystem(task.hadoopConf());
       FileSystem stagingFs = stagingDir.getFileSystem(task.hadoopConf());
       splitter = new Splitter(task, staging.create(stagingFs, stagingDir));
-      List<Path> chain = chainNewestFirst(fs, partitionDir, version);
-      Path snapshot =
-          !chain.isEmpty() && chain.get(chain.size() - 1).getName().endsWith(".snapshot")
-              ? chain.remove(chain.size() - 1)
+      List<FileStatus> listed = chainNewestFirst(fs, partitionDir, version);
+      FileStatus snapshotStatus =
+          !listed.isEmpty()
+                  && listed.get(listed.size() - 1).getPath().getName().endsWith(".snapshot")
+              ? listed.remove(listed.size() - 1)
               : null;
+      Path snapshot = snapshotStatus == null ? null : snapshotStatus.getPath();
       timer.lap("list");
-      DeltaChain deltas = DeltaChain.read(fs, chain, codec);
+      DeltaChain deltas = DeltaChain.readListed(fs, listed, codec);
       timer.lap("read-deltas");
       Splitter out = splitter; // effectively final, for the lambda
       out.deltas = deltas;
@@ -119,7 +121,8 @@ final class HdfsFileExchange {
       if (snapshot != null) {
         // a snapshot holds each key once and is always the oldest file: stream it
         out.source = snapshot;
-        InputStream raw = fs.open(snapshot); // a failed open is no damage to the file
+        // a failed open is no damage to the file
+        InputStream raw = WholeFileReads.open(fs, snapshotStatus);
         try (DataInputStream in = decoding(raw, codec, snapshot)) {
           byte[][] entry = new byte[2][];
           while (nextEntry(in, snapshot, entry)) {
@@ -370,10 +373,11 @@ final class HdfsFileExchange {
    * the newest snapshot at or below it (or down to {@code 1.delta}). The chain was checked for gaps
    * before the job started; a missing file here is reported the same way.
    */
-  static List<Path> chainNewestFirst(FileSystem fs, Path partitionDir, long version)
+  static List<FileStatus> chainNewestFirst(FileSystem fs, Path partitionDir, long version)
       throws IOException {
     long snapshot = 0;
-    Set<Long> deltas = new HashSet<>();
+    Map<Long, FileStatus> deltas = new HashMap<>();
+    FileStatus snapshotFile = null;
     for (FileStatus status : fs.listStatus(partitionDir)) {
       Matcher m = VERSION_FILE.matcher(status.getPath().getName());
       if (!m.matches()) {
@@ -384,14 +388,17 @@ final class HdfsFileExchange {
         continue;
       }
       if (m.group(2).equals("snapshot")) {
-        snapshot = Math.max(snapshot, v);
+        if (v > snapshot) {
+          snapshot = v;
+          snapshotFile = status;
+        }
       } else {
-        deltas.add(v);
+        deltas.put(v, status);
       }
     }
-    List<Path> chain = new ArrayList<>();
+    List<FileStatus> chain = new ArrayList<>();
     for (long v = version; v > snapshot; v--) {
-      if (!deltas.contains(v)) {
+      if (!deltas.containsKey(v)) {
         throw new IllegalStateException(
             partitionDir
                 + " has no state file for version "
@@ -400,10 +407,10 @@ final class HdfsFileExchange {
                 + version
                 + " is built from");
       }
-      chain.add(new Path(partitionDir, v + ".delta"));
+      chain.add(deltas.get(v));
     }
-    if (snapshot > 0) {
-      chain.add(new Path(partitionDir, snapshot + ".snapshot"));
+    if (snapshotFile != null) {
+      chain.add(snapshotFile);
     }
     return chain;
   }
