@@ -20,9 +20,9 @@ import java.util.Set;
  * </pre>
  *
  * The read stage runs a task per old partition and the write stage one per new partition, so each
- * side runs on {@code min(task slots, its partitions)} slots. Requests (on object stores only) are
- * counted as the driver makes most of them, one after another: the validation's listings and the
- * switch's moves.
+ * side runs on {@code min(task slots, its partitions)} slots. Requests (on object stores only) cost
+ * what they added to a measured run on an S3 server, with that run's overlap of the driver's and
+ * the tasks' requests.
  *
  * @param coefficients seconds per unit of each {@link Term}
  * @param requestsPerFile object-store requests per state file, by the provider that reads the state
@@ -50,7 +50,7 @@ public record CostModel(
     NEW_STORES("newStores", "seconds per new store written, per task slot"),
     FILES("files", "seconds per state file read or written, per task slot"),
     BYTES("bytes", "seconds per byte read and per byte written, per task slot"),
-    REQUESTS("requests", "seconds per object-store request (driver)");
+    REQUESTS("requests", "seconds per object-store request, as overlapped in the measured run");
 
     public final String key;
     public final String unit;

@@ -290,8 +290,8 @@ public final class CostModelFit {
                 + "windowed counts have it: %.0f-%.0f bytes per key (100 GB is about %.0f billion "
                 + "keys), %.0f files per store as listed plus one per %d MiB of the store (RocksDB's "
                 + "SST target size). Local disk or HDFS: no request term; S3: the request term "
-                + "with the loopback S3 run's coefficient, done on the driver one request at a "
-                + "time. Not measured anywhere near this size: extrapolations, in seconds.%n%n",
+                + "with the loopback S3 run's coefficient (its overlap: 2 task slots, 16 driver "
+                + "threads). Not measured anywhere near this size: extrapolations, in seconds.%n%n",
             bytesPerRow[0],
             bytesPerRow[bytesPerRow.length - 1],
             100e9 / median(bytesPerRow) / 1e9,
