@@ -52,6 +52,21 @@ class MigrateAtRestartTest {
     return SparkTestSession.get().newSession();
   }
 
+  /** A query run once on {@code store} with 3 partitions, over {@code files} files of events. */
+  private record Started(SparkSession spark, StreamRun run, Path checkpoint, Path sink) {}
+
+  private Started startedOn(StateStores store, int files) {
+    SparkSession spark = freshSession();
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    for (int i = 0; i < files; i++) {
+      run.writeEvents(i, 200, 40);
+    }
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(3));
+    return new Started(spark, run, checkpoint, sink);
+  }
+
   /**
    * HDFS-backed to RocksDB (changelog checkpointing on after the move) at one restart, then back to
    * HDFS-backed together with a partition change at the next: each restart writes its new state
@@ -59,13 +74,11 @@ class MigrateAtRestartTest {
    */
   @Test
   void hdfsToRocksDbAndBackAtRestartMatchTheUninterruptedRun() {
-    SparkSession spark = freshSession();
-    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
-    Path checkpoint = tmp.resolve("checkpoint");
-    Path sink = tmp.resolve("sink");
-    run.writeEvents(0, 200, 40);
-    run.writeEvents(1, 200, 40);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(3));
+    Started started = startedOn(StateStores.HDFS, 2);
+    SparkSession spark = started.spark();
+    StreamRun run = started.run();
+    Path checkpoint = started.checkpoint();
+    Path sink = started.sink();
     long before = lastCommitted(spark, checkpoint);
 
     run.writeEvents(2, 200, 40);
@@ -166,13 +179,11 @@ class MigrateAtRestartTest {
    */
   @Test
   void withoutTheSettingTheMismatchIsReportedAndTheQueryKeepsItsProvider() {
-    SparkSession spark = freshSession();
-    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
-    Path checkpoint = tmp.resolve("checkpoint");
-    Path sink = tmp.resolve("sink");
-    run.writeEvents(0, 200, 40);
-    run.writeEvents(1, 200, 40);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(3));
+    Started started = startedOn(StateStores.HDFS, 2);
+    SparkSession spark = started.spark();
+    StreamRun run = started.run();
+    Path checkpoint = started.checkpoint();
+    Path sink = started.sink();
     long before = lastCommitted(spark, checkpoint);
 
     run.writeEvents(2, 200, 40);
@@ -213,13 +224,11 @@ class MigrateAtRestartTest {
    */
   @Test
   void stateCheckpointFormatConvertedAtRestartBothWays() {
-    SparkSession spark = freshSession();
-    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
-    Path checkpoint = tmp.resolve("checkpoint");
-    Path sink = tmp.resolve("sink");
-    run.writeEvents(0, 200, 40);
-    run.writeEvents(1, 200, 40);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    Started started = startedOn(StateStores.ROCKSDB_CHANGELOG, 2);
+    SparkSession spark = started.spark();
+    StreamRun run = started.run();
+    Path checkpoint = started.checkpoint();
+    Path sink = started.sink();
 
     run.writeEvents(2, 200, 40);
     Map<String, String> toV2 = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
@@ -260,12 +269,11 @@ class MigrateAtRestartTest {
    */
   @Test
   void aFormatMismatchWithoutTheSettingRefusesTheStartWithTheFix() {
-    SparkSession spark = freshSession();
-    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
-    Path checkpoint = tmp.resolve("checkpoint");
-    Path sink = tmp.resolve("sink");
-    run.writeEvents(0, 200, 40);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    Started started = startedOn(StateStores.ROCKSDB_CHANGELOG, 1);
+    SparkSession spark = started.spark();
+    StreamRun run = started.run();
+    Path checkpoint = started.checkpoint();
+    Path sink = started.sink();
     Map<String, String> before = CheckpointDigest.of(checkpoint);
 
     run.writeEvents(1, 200, 40);
