@@ -943,7 +943,7 @@ public final class RepartitionRunner {
               .toList();
       ParallelSteps.run(
           group,
-          switchThreads(),
+          driverIoThreads(),
           "switch",
           from -> {
             String relative = files.relativize(from).substring(stagedPrefix.length());
@@ -954,7 +954,7 @@ public final class RepartitionRunner {
   }
 
   /** Driver threads for the switch's and the tidying's independent file steps. */
-  private int switchThreads() {
+  private int driverIoThreads() {
     return Math.max(1, StateShiftConf.DRIVER_IO_THREADS.from(spark));
   }
 
@@ -974,13 +974,11 @@ public final class RepartitionRunner {
         files.replace(v1, checkpoint.metadataWithPartitions(before, journal.toPartitions(), v1));
       }
       FailPoints.reached("metadata-v1");
-      List<Integer> dropped = new ArrayList<>();
-      for (int p = journal.toPartitions(); p < journal.fromPartitions(); p++) {
-        dropped.add(p);
-      }
       ParallelSteps.run(
-          dropped,
-          switchThreads(),
+          java.util.stream.IntStream.range(journal.toPartitions(), journal.fromPartitions())
+              .boxed()
+              .toList(),
+          driverIoThreads(),
           "retire",
           p -> {
             Path live = files.path("state/" + op.id() + "/" + p);
@@ -1031,7 +1029,7 @@ public final class RepartitionRunner {
               .toList();
       ParallelSteps.run(
           versions,
-          switchThreads(),
+          driverIoThreads(),
           "retire",
           file -> {
             String relative = files.relativize(file).substring(prefix.length());
