@@ -44,39 +44,7 @@ public record RepartitionPlan(
     long stateFiles,
     Optional<CostEstimate> estimate) {
 
-  /** A plan without the state's size and an estimate. */
-  public RepartitionPlan(
-      String checkpoint,
-      String queryId,
-      String stateStoreProvider,
-      int fromPartitions,
-      int toPartitions,
-      long lastCommittedBatch,
-      long repartitionBatch,
-      List<OperatorInfo> operators,
-      Optional<String> interruptedAttempt,
-      String targetStateStoreProvider,
-      int checkpointFormatVersion,
-      int targetCheckpointFormatVersion) {
-    this(
-        checkpoint,
-        queryId,
-        stateStoreProvider,
-        fromPartitions,
-        toPartitions,
-        lastCommittedBatch,
-        repartitionBatch,
-        operators,
-        interruptedAttempt,
-        targetStateStoreProvider,
-        checkpointFormatVersion,
-        targetCheckpointFormatVersion,
-        0,
-        0,
-        Optional.empty());
-  }
-
-  /** A plan whose state checkpoint format is not known. */
+  /** A plan whose state checkpoint format and size are not known, without an estimate. */
   public RepartitionPlan(
       String checkpoint,
       String queryId,
@@ -100,7 +68,10 @@ public record RepartitionPlan(
         interruptedAttempt,
         targetStateStoreProvider,
         0,
-        0);
+        0,
+        0,
+        0,
+        Optional.empty());
   }
 
   /** A plan that keeps the state store provider (a repartition). */
