@@ -11,6 +11,8 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileContext;
@@ -146,6 +148,35 @@ public final class CheckpointFiles {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * The files below a folder with their sizes, by the folder that holds them (relative to the
+   * checkpoint root, as {@link #relativize} gives it), from one flat listing, where a store lists a
+   * whole prefix at a request per 1,000 files (S3); null elsewhere, where a listing per folder
+   * costs the same.
+   */
+  public Map<String, Map<String, Long>> filesBelow(Path dir) {
+    if (!flatNamespace()) {
+      return null;
+    }
+    Map<String, Map<String, Long>> out = new java.util.HashMap<>();
+    try {
+      var walk = fs.listFiles(dir, true);
+      while (walk.hasNext()) {
+        FileStatus file = walk.next();
+        if (!isHadoopChecksum(file.getPath())) {
+          out.computeIfAbsent(
+                  relativize(file.getPath().getParent()), k -> new java.util.HashMap<>())
+              .put(file.getPath().getName(), file.getLen());
+        }
+      }
+    } catch (FileNotFoundException absent) {
+      return Map.of();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out;
   }
 
   /**
@@ -348,6 +379,117 @@ public final class CheckpointFiles {
       source.delete(from, true);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * A mover of files from below {@code sourceRoot} to new names below {@code targetRoot}: the
+   * switch's and the tidying's moves, many at once, from several threads. Each move is resumable as
+   * {@link #rename} is: a target that already holds its source's bytes only has its source deleted,
+   * a target with other bytes is refused. On S3 a move is a server-side copy and a delete (two
+   * requests, {@link S3Objects}), the files already in place known from one listing of each root
+   * made here; elsewhere it is {@link #rename}.
+   */
+  public Mover mover(Path sourceRoot, Path targetRoot) {
+    try {
+      S3Objects s3 = flatNamespace() ? S3Objects.forFileSystem(fs) : null;
+      return s3 == null
+          ? new Mover(sourceRoot, null, null, null)
+          : new Mover(sourceRoot, s3, s3.list(sourceRoot), s3.list(targetRoot));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Moves planned together; see {@link #mover}. Safe for use from several threads. */
+  public final class Mover {
+    private final Path sourceRoot;
+    private final S3Objects s3;
+    private final TreeMap<String, Long> sources;
+    private final java.util.Set<String> targets;
+
+    private Mover(
+        Path sourceRoot, S3Objects s3, TreeMap<String, Long> sources, Map<String, Long> targets) {
+      this.sourceRoot = sourceRoot;
+      this.s3 = s3;
+      this.sources = sources;
+      this.targets = targets == null ? null : java.util.Set.copyOf(targets.keySet());
+    }
+
+    /** The files below the source root, as {@link #listFilesRecursively} gives them. */
+    public List<Path> files() {
+      if (s3 == null) {
+        return listFilesRecursively(sourceRoot);
+      }
+      return sources.keySet().stream().filter(k -> !k.endsWith("/")).map(s3::path).toList();
+    }
+
+    /** Moves one file to a name no other file has (or one holding its bytes already). */
+    public void move(Path from, Path to) throws IOException {
+      if (s3 == null) {
+        rename(from, to, false);
+      } else {
+        moveOnS3(from, to);
+      }
+    }
+
+    /** Returns whether S3A's rename made the move (its delete may leave a folder marker). */
+    private boolean moveOnS3(Path from, Path to) throws IOException {
+      String source = s3.key(from);
+      String target = s3.key(to);
+      if (targets.contains(target)) {
+        // a move a crash cut short between its copy and its delete: finish it, or refuse
+        if (!sameBytes(fs, from, fs, to)) {
+          throw new IOException("Refusing to overwrite existing file " + to);
+        }
+        s3.delete(source);
+        return false;
+      }
+      Long size = sources.get(source);
+      if (size != null && size > S3Objects.MAX_SINGLE_COPY) {
+        rename(from, to, false); // S3A copies it in parts
+        return true;
+      }
+      s3.copy(source, target);
+      s3.delete(source);
+      return false;
+    }
+
+    /**
+     * Moves every file below {@code from} to the same relative path below {@code to}, and removes
+     * the folder; false when there is no such folder.
+     */
+    public boolean moveTree(Path from, Path to) throws IOException {
+      if (s3 == null) {
+        if (!exists(from)) {
+          return false;
+        }
+        CheckpointFiles.this.moveTree(from, to);
+        return true;
+      }
+      String prefix = s3.key(from) + "/";
+      Map<String, Long> below = S3Objects.below(sources, prefix);
+      if (below.isEmpty()) {
+        return false;
+      }
+      // Folder markers (S3A's mkdirs writes them) go with the folder, after its files; so do
+      // those S3A's delete writes when it empties a folder, where its rename made a move.
+      java.util.Set<String> markers = new java.util.TreeSet<>();
+      for (String key : below.keySet()) {
+        if (key.endsWith("/")) {
+          markers.add(key);
+        } else if (moveOnS3(s3.path(key), new Path(to, key.substring(prefix.length())))) {
+          for (int slash = key.lastIndexOf('/');
+              slash >= prefix.length() - 1;
+              slash = key.lastIndexOf('/', slash - 1)) {
+            markers.add(key.substring(0, slash + 1));
+          }
+        }
+      }
+      for (String marker : markers) {
+        s3.delete(marker);
+      }
+      return true;
     }
   }
 

@@ -516,6 +516,17 @@ public final class StateShiftConf {
           "File system schemes, besides the known ones, whose create-if-absent is atomic, so the"
               + " lock can rely on it.");
 
+  public static final Setting<Boolean> S3_DIRECT_MOVES =
+      bool(
+          Section.HADOOP,
+          "stateshift.s3.directMoves",
+          true,
+          false,
+          "On s3a: moves state files with S3's own copy and delete (two requests a file), the"
+              + " files in place known from one listing; false uses S3A's rename (about ten"
+              + " requests a file). Also off where S3A would add settings to a copy (encryption,"
+              + " a canned ACL, requester pays, a storage class).");
+
   // ---- Launcher environment ----
 
   static {

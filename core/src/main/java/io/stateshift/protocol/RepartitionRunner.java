@@ -932,7 +932,8 @@ public final class RepartitionRunner {
   private void publishStagedFiles(RepartitionJournal journal) {
     Path staged = journal.stagedDir(files);
     String stagedPrefix = files.relativize(staged) + "/";
-    List<Path> pending = files.listFilesRecursively(staged);
+    CheckpointFiles.Mover mover = files.mover(staged, files.path("state"));
+    List<Path> pending = mover.files();
     progress.accept("switching layout: moving " + pending.size() + " state files into place");
     // RocksDB's SST files first, the version files that name them last: two groups, in turn.
     for (boolean sstFiles : new boolean[] {true, false}) {
@@ -947,7 +948,7 @@ public final class RepartitionRunner {
           "switch",
           from -> {
             String relative = files.relativize(from).substring(stagedPrefix.length());
-            files.rename(from, files.path(relative), false);
+            mover.move(from, files.path(relative));
             FailPoints.reached("publish-first-file");
           });
     }
@@ -974,6 +975,8 @@ public final class RepartitionRunner {
         files.replace(v1, checkpoint.metadataWithPartitions(before, journal.toPartitions(), v1));
       }
       FailPoints.reached("metadata-v1");
+      Path retired = new Path(journal.retiredDir(files), "state/" + op.id());
+      CheckpointFiles.Mover mover = files.mover(files.path("state/" + op.id()), retired);
       ParallelSteps.run(
           java.util.stream.IntStream.range(journal.toPartitions(), journal.fromPartitions())
               .boxed()
@@ -981,10 +984,8 @@ public final class RepartitionRunner {
           driverIoThreads(),
           "retire",
           p -> {
-            Path live = files.path("state/" + op.id() + "/" + p);
-            if (files.exists(live)) {
-              files.moveTree(
-                  live, new Path(journal.retiredDir(files), "state/" + op.id() + "/" + p));
+            if (mover.moveTree(
+                files.path("state/" + op.id() + "/" + p), new Path(retired, Integer.toString(p)))) {
               FailPoints.reached("retired");
             }
           });

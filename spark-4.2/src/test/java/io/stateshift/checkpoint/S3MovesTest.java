@@ -1,0 +1,122 @@
+package io.stateshift.checkpoint;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.stateshift.testing.S3Server;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.statistics.IOStatisticsSupport;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The switch's and the tidying's moves on a real S3 API (s3proxy on loopback): a file moves with
+ * two requests (S3's copy and delete), a move a crash cut short (target copied, source still there)
+ * is finished, a target with other bytes is refused with both files kept, and a folder move removes
+ * the folder's marker; the same with S3A's rename ({@code stateshift.s3.directMoves=false}).
+ */
+class S3MovesTest {
+  private static S3Server s3;
+
+  @BeforeAll
+  static void startS3(@TempDir java.nio.file.Path dir) throws Exception {
+    s3 = S3Server.start(dir);
+  }
+
+  @AfterAll
+  static void stopS3() {
+    if (s3 != null) {
+      s3.close();
+    }
+  }
+
+  private static CheckpointFiles files(String name, boolean direct) {
+    Configuration conf = new Configuration();
+    s3.applyTo(conf);
+    conf.setBoolean(S3Objects.ENABLED, direct);
+    // a file system of its own: the cached one would keep the first test's setting
+    conf.setBoolean("fs.s3a.impl.disable.cache", true);
+    return CheckpointFiles.at(s3.uri(name), conf);
+  }
+
+  private static void write(FileSystem fs, Path path, String text) throws IOException {
+    try (OutputStream out = fs.create(path, true)) {
+      out.write(text.getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  private static long requests(FileSystem fs) {
+    Map<String, Long> counters = IOStatisticsSupport.retrieveIOStatistics(fs).counters();
+    return counters.getOrDefault("store_io_request", 0L);
+  }
+
+  @Test
+  void aFileMovesWithACopyAndADelete() throws Exception {
+    CheckpointFiles files = files("direct-one", true);
+    FileSystem fs = files.fs();
+    write(fs, files.path("staged/state/0/0/2.snapshot"), "new state");
+    CheckpointFiles.Mover mover = files.mover(files.path("staged"), files.path("state"));
+    assertThat(mover.files()).containsExactly(files.path("staged/state/0/0/2.snapshot"));
+
+    long before = requests(fs);
+    mover.move(files.path("staged/state/0/0/2.snapshot"), files.path("state/0/0/2.snapshot"));
+
+    assertThat(requests(fs) - before).isEqualTo(2);
+    assertThat(files.readText(files.path("state/0/0/2.snapshot"))).isEqualTo("new state");
+    assertThat(fs.exists(files.path("staged/state/0/0/2.snapshot"))).isFalse();
+  }
+
+  @ParameterizedTest(name = "direct moves: {0}")
+  @ValueSource(booleans = {true, false})
+  void aMoveCutShortIsFinishedAndAForeignTargetRefused(boolean direct) throws Exception {
+    CheckpointFiles files = files("resume-" + direct, direct);
+    FileSystem fs = files.fs();
+    // copied before a crash, its source not yet deleted
+    write(fs, files.path("staged/a.sst"), "same bytes");
+    write(fs, files.path("state/a.sst"), "same bytes");
+    // a target that is not this move's
+    write(fs, files.path("staged/b.sst"), "ours");
+    write(fs, files.path("state/b.sst"), "someone else's");
+    CheckpointFiles.Mover mover = files.mover(files.path("staged"), files.path("state"));
+
+    mover.move(files.path("staged/a.sst"), files.path("state/a.sst"));
+    assertThatThrownBy(() -> mover.move(files.path("staged/b.sst"), files.path("state/b.sst")))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("Refusing to overwrite");
+
+    assertThat(fs.exists(files.path("staged/a.sst"))).isFalse();
+    assertThat(files.readText(files.path("state/a.sst"))).isEqualTo("same bytes");
+    assertThat(files.readText(files.path("staged/b.sst"))).isEqualTo("ours");
+    assertThat(files.readText(files.path("state/b.sst"))).isEqualTo("someone else's");
+  }
+
+  @ParameterizedTest(name = "direct moves: {0}")
+  @ValueSource(booleans = {true, false})
+  void aFolderMovesWholeAndLeavesNoMarker(boolean direct) throws Exception {
+    CheckpointFiles files = files("folder-" + direct, direct);
+    FileSystem fs = files.fs();
+    fs.mkdirs(files.path("state/0/5")); // Spark's provider makes its folder: a marker on S3
+    write(fs, files.path("state/0/5/3.delta"), "delta");
+    write(fs, files.path("state/0/5/SSTs/1-x.sst"), "sst");
+    Path retired = files.path("_stateshift/retired/state/0");
+    write(fs, new Path(retired, "5/3.delta"), "delta"); // copied by a run killed before its delete
+    CheckpointFiles.Mover mover = files.mover(files.path("state/0"), retired);
+
+    assertThat(mover.moveTree(files.path("state/0/5"), new Path(retired, "5"))).isTrue();
+    assertThat(mover.moveTree(files.path("state/0/6"), new Path(retired, "6"))).isFalse();
+
+    assertThat(fs.exists(files.path("state/0/5"))).isFalse();
+    assertThat(files.readText(new Path(retired, "5/3.delta"))).isEqualTo("delta");
+    assertThat(files.readText(new Path(retired, "5/SSTs/1-x.sst"))).isEqualTo("sst");
+  }
+}
