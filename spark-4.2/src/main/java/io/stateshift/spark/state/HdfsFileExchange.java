@@ -307,6 +307,15 @@ final class HdfsFileExchange {
      * files are the repartition attempt's own staging files, written again from the same input.
      */
     static OutputStream create(FileSystem fs, Path file) throws IOException {
+      if ("s3a".equals(fs.getUri().getScheme())) {
+        // No folders to make on S3, and S3A's probes of the name (a HEAD and a LIST) would only
+        // find what a retried attempt left: one PUT.
+        @SuppressWarnings("rawtypes") // FileSystem.createFile returns the raw builder type
+        org.apache.hadoop.fs.FSDataOutputStreamBuilder builder = fs.createFile(file);
+        builder.overwrite(true);
+        builder.opt("fs.s3a.create.performance", true);
+        return (OutputStream) builder.build();
+      }
       fs.mkdirs(file.getParent());
       return fs.create(file, isRetriedTask());
     }

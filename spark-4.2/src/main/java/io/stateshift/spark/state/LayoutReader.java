@@ -379,6 +379,7 @@ final class LayoutReader {
               RESTORE);
         }
       }
+      Map<String, Map<String, Long>> below = files.filesBelow(files.path("state/" + op.id()));
       List<int[]> folders = new ArrayList<>(); // store index, partition
       for (int s = 0; s < op.stores().size(); s++) {
         for (int p = 0; p < partitions; p++) {
@@ -395,7 +396,7 @@ final class LayoutReader {
             int p = folder[1];
             String dir = StatefulOperator.storeDir(op.id(), p, store.name());
             // a second request only where the listing holds no file
-            Map<String, Long> sizes = fileSizes(files, dir);
+            Map<String, Long> sizes = fileSizes(files, below, dir);
             listed.add(sizes);
             if (sizes.isEmpty() && !files.isDirectory(files.path(dir))) {
               throw Checkpoint.corrupt(
@@ -413,9 +414,15 @@ final class LayoutReader {
             }
             if (checkpointIds != null) {
               checkRocksDbFilesById(
-                  files, dir, sizes, version, checkpointIds.idOf(op.id(), p, store.name()), listed);
+                  files,
+                  below,
+                  dir,
+                  sizes,
+                  version,
+                  checkpointIds.idOf(op.id(), p, store.name()),
+                  listed);
             } else if (rocksDb) {
-              checkRocksDbFiles(files, dir, sizes, version, listed);
+              checkRocksDbFiles(files, below, dir, sizes, version, listed);
             } else {
               checkChain(files, dir, sizes, HDFS_FILE, "snapshot", version);
             }
@@ -435,7 +442,12 @@ final class LayoutReader {
     }
   }
 
-  private static Map<String, Long> fileSizes(CheckpointFiles files, String dir) {
+  /** {@code below}: the listing of the whole operator folder, where one was made, or null. */
+  private static Map<String, Long> fileSizes(
+      CheckpointFiles files, Map<String, Map<String, Long>> below, String dir) {
+    if (below != null) {
+      return below.getOrDefault(dir, Map.of());
+    }
     Map<String, Long> sizes = new HashMap<>();
     for (FileStatus file : files.list(files.path(dir))) {
       if (file.isFile()) {
@@ -510,6 +522,7 @@ final class LayoutReader {
    */
   private static void checkRocksDbFilesById(
       CheckpointFiles files,
+      Map<String, Map<String, Long>> below,
       String dir,
       Map<String, Long> sizes,
       long version,
@@ -519,7 +532,7 @@ final class LayoutReader {
     String changelog = version + "_" + id + ".changelog";
     if (sizes.containsKey(zip)) {
       checkNotEmpty(files, dir, zip, sizes);
-      checkZipFiles(files, dir, zip, listed);
+      checkZipFiles(files, below, dir, zip, listed);
     } else if (sizes.containsKey(changelog)) {
       checkNotEmpty(files, dir, changelog, sizes);
     } else {
@@ -538,16 +551,26 @@ final class LayoutReader {
   }
 
   private static void checkRocksDbFiles(
-      CheckpointFiles files, String dir, Map<String, Long> sizes, long version, Tally listed) {
+      CheckpointFiles files,
+      Map<String, Map<String, Long>> below,
+      String dir,
+      Map<String, Long> sizes,
+      long version,
+      Tally listed) {
     String zip = checkChain(files, dir, sizes, ROCKSDB_FILE, "zip", version);
     if (zip == null) {
       return; // changelog checkpointing, no snapshot yet: the changelogs hold all of the state
     }
-    checkZipFiles(files, dir, zip, listed);
+    checkZipFiles(files, below, dir, zip, listed);
   }
 
   /** Every SST and log file a RocksDB version zip names is there, with the size it records. */
-  private static void checkZipFiles(CheckpointFiles files, String dir, String zip, Tally listed) {
+  private static void checkZipFiles(
+      CheckpointFiles files,
+      Map<String, Map<String, Long>> below,
+      String dir,
+      String zip,
+      Tally listed) {
     JsonNode metadata = rocksDbZipMetadata(files, dir + "/" + zip);
     Map<String, Map<String, Long>> listings = new HashMap<>();
     for (String[] kind :
@@ -577,7 +600,7 @@ final class LayoutReader {
                 .computeIfAbsent(
                     sub,
                     d -> {
-                      Map<String, Long> listing = fileSizes(files, d);
+                      Map<String, Long> listing = fileSizes(files, below, d);
                       listed.add(listing);
                       return listing;
                     })
