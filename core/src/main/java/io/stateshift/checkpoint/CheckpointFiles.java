@@ -161,22 +161,30 @@ public final class CheckpointFiles {
       return null;
     }
     Map<String, Map<String, Long>> out = new java.util.HashMap<>();
+    flatListing(
+        dir,
+        file ->
+            out.computeIfAbsent(
+                    relativize(file.getPath().getParent()), k -> new java.util.HashMap<>())
+                .put(file.getPath().getName(), file.getLen()));
+    return out;
+  }
+
+  /** Every file below {@code dir} from the store's recursive listing; none when it is absent. */
+  private void flatListing(Path dir, java.util.function.Consumer<FileStatus> each) {
     try {
       var walk = fs.listFiles(dir, true);
       while (walk.hasNext()) {
         FileStatus file = walk.next();
         if (!isHadoopChecksum(file.getPath())) {
-          out.computeIfAbsent(
-                  relativize(file.getPath().getParent()), k -> new java.util.HashMap<>())
-              .put(file.getPath().getName(), file.getLen());
+          each.accept(file);
         }
       }
     } catch (FileNotFoundException absent) {
-      return Map.of();
+      // one listing answers both questions: no existence check first
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return out;
   }
 
   /**
@@ -186,6 +194,11 @@ public final class CheckpointFiles {
    */
   public List<Path> listFilesRecursively(Path dir) {
     List<Path> out = new ArrayList<>();
+    if (flatNamespace()) {
+      // one flat listing of the prefix (a request per 1,000 files), not one per folder
+      flatListing(dir, file -> out.add(file.getPath()));
+      return out;
+    }
     try {
       FileStatus[] top;
       try {
