@@ -10,10 +10,14 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.UUID;
+import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileStatus;
@@ -160,18 +164,17 @@ public final class CheckpointFiles {
     if (!flatNamespace()) {
       return null;
     }
-    Map<String, Map<String, Long>> out = new java.util.HashMap<>();
+    Map<String, Map<String, Long>> out = new HashMap<>();
     flatListing(
         dir,
         file ->
-            out.computeIfAbsent(
-                    relativize(file.getPath().getParent()), k -> new java.util.HashMap<>())
+            out.computeIfAbsent(relativize(file.getPath().getParent()), k -> new HashMap<>())
                 .put(file.getPath().getName(), file.getLen()));
     return out;
   }
 
   /** Every file below {@code dir} from the store's recursive listing; none when it is absent. */
-  private void flatListing(Path dir, java.util.function.Consumer<FileStatus> each) {
+  private void flatListing(Path dir, Consumer<FileStatus> each) {
     try {
       var walk = fs.listFiles(dir, true);
       while (walk.hasNext()) {
@@ -419,14 +422,14 @@ public final class CheckpointFiles {
     private final Path sourceRoot;
     private final S3Objects s3;
     private final TreeMap<String, Long> sources;
-    private final java.util.Set<String> targets;
+    private final Set<String> targets;
 
     private Mover(
         Path sourceRoot, S3Objects s3, TreeMap<String, Long> sources, Map<String, Long> targets) {
       this.sourceRoot = sourceRoot;
       this.s3 = s3;
       this.sources = sources;
-      this.targets = targets == null ? null : java.util.Set.copyOf(targets.keySet());
+      this.targets = targets == null ? null : Set.copyOf(targets.keySet());
     }
 
     /** The files below the source root, as {@link #listFilesRecursively} gives them. */
@@ -487,7 +490,7 @@ public final class CheckpointFiles {
       }
       // Folder markers (S3A's mkdirs writes them) go with the folder, after its files; so do
       // those S3A's delete writes when it empties a folder, where its rename made a move.
-      java.util.Set<String> markers = new java.util.TreeSet<>();
+      Set<String> markers = new TreeSet<>();
       for (String key : below.keySet()) {
         if (key.endsWith("/")) {
           markers.add(key);
