@@ -10,6 +10,7 @@ import io.stateshift.doctor.Finding;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.ChildJvm;
+import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -355,7 +356,7 @@ class FileSinkRepartitionTest {
     /** Runs the query to the end of its input; returns the state store instances it reported. */
     private List<Long> runQuery(
         StreamRun input, Path checkpoint, Path out, Map<String, String> conf) {
-      conf.forEach((k, v) -> spark.conf().set(k, v));
+      Runnable restoreSettings = SessionConf.set(spark, conf);
       try {
         Dataset<Row> events =
             spark
@@ -378,7 +379,7 @@ class FileSinkRepartitionTest {
       } catch (Exception e) {
         throw new IllegalStateException(e);
       } finally {
-        conf.keySet().forEach(k -> spark.conf().unset(k));
+        restoreSettings.run();
       }
     }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.spark.OnDemandRepartition;
 import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -345,7 +346,7 @@ class MigrateAtRestartTest {
   private List<StreamingQueryProgress> runFailingOnce(
       SparkSession spark, Path checkpoint, Path sink, Path failOnce, Map<String, String> conf)
       throws Exception {
-    conf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, conf);
     try {
       Dataset<Row> events =
           spark
@@ -379,7 +380,7 @@ class MigrateAtRestartTest {
       }
       return List.of(query.recentProgress());
     } finally {
-      conf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
     }
   }
 

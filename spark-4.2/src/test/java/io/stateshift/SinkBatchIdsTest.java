@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.KafkaBroker;
+import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -347,7 +348,7 @@ class SinkBatchIdsTest {
   /** Runs the sink's query over the input present now, one file per batch, to its end. */
   private List<StreamingQueryProgress> runQuery(Sink sink, Map<String, String> conf)
       throws Exception {
-    conf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, conf);
     if (sink == Sink.DELTA_PATH_NAMED) {
       spark.conf().set(SINK_EVOLUTION, "true");
     }
@@ -377,7 +378,7 @@ class SinkBatchIdsTest {
       StreamRun.awaitQueryEvents(spark);
       return List.of(query.recentProgress());
     } finally {
-      conf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
       spark.conf().unset(SINK_EVOLUTION);
     }
   }
@@ -438,7 +439,7 @@ class SinkBatchIdsTest {
   /** The windowed count over the events of a Kafka topic, to a per-batch parquet sink. */
   private List<StreamingQueryProgress> runFromKafka(
       String source, Path checkpoint, Path sink, Map<String, String> conf) throws Exception {
-    conf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, conf);
     try {
       Dataset<Row> events =
           spark
@@ -468,7 +469,7 @@ class SinkBatchIdsTest {
       StreamRun.awaitQueryEvents(spark);
       return List.of(query.recentProgress());
     } finally {
-      conf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
     }
   }
 

@@ -7,6 +7,7 @@ import io.stateshift.monitor.MonitorSettings;
 import io.stateshift.monitor.ProgressHistory;
 import io.stateshift.monitor.StreamMonitor;
 import io.stateshift.testing.Chromium;
+import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -57,7 +58,7 @@ class ReportBrowserTest {
                 .with("idleTimeoutMs", "0"));
     spark.streams().addListener(monitor);
     Map<String, String> conf = StateStores.ROCKSDB_CHANGELOG.withPartitions(3);
-    conf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, conf);
     try {
       StreamingQuery query =
           StatefulQueries.WINDOWED_COUNT
@@ -83,7 +84,7 @@ class ReportBrowserTest {
     } finally {
       spark.streams().removeListener(monitor);
       monitor.close();
-      conf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
     }
     int batches = historyBatches(history);
     assertThat(batches).isGreaterThanOrEqualTo(5);

@@ -80,7 +80,7 @@ public final class OperatorRun {
   /** Runs the query over every file present now and returns its progress. */
   public List<StreamingQueryProgress> runAvailable(
       OperatorQueries query, Path checkpoint, Path sink, Map<String, String> sessionConf) {
-    sessionConf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, sessionConf);
     try {
       String sinkPath = sink.toString();
       StreamingQuery running =
@@ -100,7 +100,7 @@ public final class OperatorRun {
     } catch (StreamingQueryException | java.util.concurrent.TimeoutException e) {
       throw new IllegalStateException(e);
     } finally {
-      sessionConf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
     }
   }
 

@@ -28,7 +28,7 @@ public final class QueryRunner {
       Path sink,
       Map<String, String> sessionConf,
       int maxFilesPerTrigger) {
-    sessionConf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, sessionConf);
     try {
       DataStreamReader reader = spark.readStream().schema(StreamRun.EVENT_SCHEMA);
       if (maxFilesPerTrigger > 0) {
@@ -52,7 +52,7 @@ public final class QueryRunner {
     } catch (Exception e) {
       throw new IllegalStateException(e);
     } finally {
-      sessionConf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
     }
   }
 }

@@ -1,10 +1,17 @@
 package io.stateshift.testing;
 
+import java.util.Map;
 import org.apache.spark.sql.SparkSession;
 
-/** One local Spark session for the whole test JVM: starting Spark is the slowest part of a test. */
+/**
+ * One local Spark session for the whole test JVM: starting Spark is the slowest part of a test.
+ * After each test class its settings are put back ({@link #restoreSettings}, called by {@link
+ * SessionSettingsReset}), so a setting a suite left behind (200 shuffle partitions, a store) does
+ * not change the next suite's queries.
+ */
 public final class SparkTestSession {
   private static SparkSession spark;
+  private static Map<String, String> initialSettings;
 
   private SparkTestSession() {}
 
@@ -35,7 +42,31 @@ public final class SparkTestSession {
               .config("spark.sql.adaptive.enabled", "false")
               .getOrCreate();
       spark.sparkContext().setLogLevel("WARN");
+      initialSettings = settings();
     }
     return spark;
+  }
+
+  /** Puts the session's settings back to those it started with; nothing when never started. */
+  static synchronized void restoreSettings() {
+    if (spark == null) {
+      return;
+    }
+    Map<String, String> now = settings();
+    for (String key : now.keySet()) {
+      if (!initialSettings.containsKey(key)) {
+        spark.conf().unset(key);
+      }
+    }
+    initialSettings.forEach(
+        (key, value) -> {
+          if (!value.equals(now.get(key))) {
+            spark.conf().set(key, value);
+          }
+        });
+  }
+
+  private static Map<String, String> settings() {
+    return Map.copyOf(scala.jdk.javaapi.CollectionConverters.asJava(spark.conf().getAll()));
   }
 }

@@ -121,7 +121,7 @@ public final class StreamRun {
   /** The same, with the checkpoint at any Hadoop location (hdfs://...). */
   public List<StreamingQueryProgress> runAvailable(
       StatefulQueries query, String checkpoint, Path sink, Map<String, String> sessionConf) {
-    sessionConf.forEach((k, v) -> spark.conf().set(k, v));
+    Runnable restoreSettings = SessionConf.set(spark, sessionConf);
     try {
       Dataset<Row> events =
           spark
@@ -148,7 +148,7 @@ public final class StreamRun {
     } catch (StreamingQueryException | java.util.concurrent.TimeoutException e) {
       throw new IllegalStateException(e);
     } finally {
-      sessionConf.keySet().forEach(k -> spark.conf().unset(k));
+      restoreSettings.run();
     }
   }
 
