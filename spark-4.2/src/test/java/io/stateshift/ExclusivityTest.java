@@ -34,7 +34,8 @@ import org.junit.jupiter.api.io.TempDir;
  * gone). And a query does not start while a repartition holds the checkpoint lock.
  */
 class ExclusivityTest {
-  static final long CHILD_LEASE_MS = 5_000;
+  // long enough that a renewal stalled by a loaded machine does not let the lease lapse
+  static final long CHILD_LEASE_MS = 30_000;
 
   private final SparkSession spark = SparkTestSession.get();
 
