@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.testing.AppJar;
 import io.stateshift.testing.ProjectFiles;
+import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StreamRun;
 import io.stateshift.testing.SubmitApp;
@@ -205,11 +206,11 @@ class SparkSubmitTest {
 
   private List<String> oracle(Path input) throws Exception {
     String sink = tmp.resolve("oracle-sink").toString();
-    spark.conf().set("spark.sql.shuffle.partitions", "5");
+    Runnable restoreSettings = SessionConf.set(spark, Map.of("spark.sql.shuffle.partitions", "5"));
     try {
       SubmitApp.runAvailable(spark, input.toString(), tmp.resolve("oracle-cp").toString(), sink);
     } finally {
-      spark.conf().unset("spark.sql.shuffle.partitions");
+      restoreSettings.run();
     }
     StreamRun.awaitQueryEvents(spark);
     List<String> rows = lastBatch(sink);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.AppJar;
 import io.stateshift.testing.S3Server;
+import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkEventLog;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StandaloneCluster;
@@ -288,11 +289,11 @@ class StandaloneClusterTest {
     Path sink = tmp.resolve("sink");
     run.writeEvents(0, 40_000, 5_000);
     run.writeEvents(1, 40_000, 5_000);
-    spark.conf().set("spark.sql.shuffle.partitions", "3");
+    Runnable restoreSettings = SessionConf.set(spark, Map.of("spark.sql.shuffle.partitions", "3"));
     try {
       SubmitApp.runAvailable(spark, input.toString(), checkpoint, sink.toString());
     } finally {
-      spark.conf().unset("spark.sql.shuffle.partitions");
+      restoreSettings.run();
     }
     StreamRun.awaitQueryEvents(spark);
 
@@ -329,12 +330,13 @@ class StandaloneClusterTest {
 
     StreamRun oracle = new StreamRun(spark, input);
     Path oracleSink = tmp.resolve("oracle-sink");
-    spark.conf().set("spark.sql.shuffle.partitions", "5");
+    Runnable restoreOracleSettings =
+        SessionConf.set(spark, Map.of("spark.sql.shuffle.partitions", "5"));
     try {
       SubmitApp.runAvailable(
           spark, input.toString(), tmp.resolve("oracle-cp").toString(), oracleSink.toString());
     } finally {
-      spark.conf().unset("spark.sql.shuffle.partitions");
+      restoreOracleSettings.run();
     }
     StreamRun.awaitQueryEvents(spark);
     assertThat(run.sinkRows(sink, StatefulQueries.GROUPED_COUNT))
