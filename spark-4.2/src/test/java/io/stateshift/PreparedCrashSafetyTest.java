@@ -10,6 +10,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -17,17 +18,18 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * A repartition that starts from a prepared layout, killed with SIGKILL (in a separate JVM) while a
- * task replays the tail onto a new partition, after the replay, or in the switch, leaves the old
- * layout or the new one, never a mix: the query restarted with StateShiftExtensions undoes or
- * finishes the attempt, runs on whichever layout that is and writes the uninterrupted output. The
- * prepared layout is only read, so after an undone attempt the next repartition uses it again.
+ * A repartition that starts from a prepared layout (HDFS-backed, or RocksDB with changelog
+ * checkpointing), killed with SIGKILL (in a separate JVM) while a task replays the tail onto a new
+ * partition, after the replay, or in the switch, leaves the old layout or the new one, never a mix:
+ * the query restarted with StateShiftExtensions undoes or finishes the attempt, runs on whichever
+ * layout that is and writes the uninterrupted output. The prepared layout is only read, so after an
+ * undone attempt the next repartition uses it again.
  */
 class PreparedCrashSafetyTest {
   static final int FROM = 4;
@@ -41,19 +43,27 @@ class PreparedCrashSafetyTest {
 
   private static List<String> oracle;
 
-  static Stream<String> killPoints() {
-    return Stream.of("staging-task", "staged", "published");
+  /** Every kill point once, the stores taking turns; every store at each under -Pextended. */
+  static Stream<Arguments> killPoints() {
+    return TestSets.everyStep(
+        List.of(StateStores.ROCKSDB_CHANGELOG, StateStores.HDFS),
+        List.of("staging-task", "staged", "published"));
   }
 
-  @ParameterizedTest(name = "SIGKILL at {0}")
+  static Stream<Arguments> prepareStores() {
+    return TestSets.subset(
+        List.of(Arguments.of(StateStores.ROCKSDB_CHANGELOG), Arguments.of(StateStores.HDFS)),
+        i -> i == 0);
+  }
+
+  @ParameterizedTest(name = "{0}: SIGKILL at {1}")
   @MethodSource("killPoints")
-  void killedReplayLeavesTheOldOrTheNewLayout(String point) throws Exception {
+  void killedReplayLeavesTheOldOrTheNewLayout(StateStores store, String point) throws Exception {
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 200, 30);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(FROM));
     long v =
         StateShift.get(spark)
             .prepareState(checkpoint.toString())
@@ -63,8 +73,7 @@ class PreparedCrashSafetyTest {
             .orElseThrow()
             .preparedBatch();
     run.writeEvents(1, 200, 30); // the tail the restart replays
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(FROM));
 
     Path log = tmp.resolve("child.log");
     int exit =
@@ -84,8 +93,7 @@ class PreparedCrashSafetyTest {
     boolean finished = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
     run.writeEvents(2, 200, 30);
     List<StreamingQueryProgress> restarted =
-        run.runAvailable(
-            StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
     assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) (finished ? TO : FROM));
     assertThat(checkpoint.resolve("_stateshift/journal")).doesNotExist();
     if (finished) {
@@ -100,8 +108,7 @@ class PreparedCrashSafetyTest {
 
     run.writeEvents(3, 200, 30);
     run.writeFlush(4);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
   }
@@ -111,15 +118,15 @@ class PreparedCrashSafetyTest {
    * which is never used, and nothing else: the next prepare removes it, and the repartition then
    * starts from the finished layout.
    */
-  @Test
-  void killedPrepareLeavesNothingThatIsUsed() throws Exception {
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("prepareStores")
+  void killedPrepareLeavesNothingThatIsUsed(StateStores store) throws Exception {
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     run.writeEvents(0, 200, 30);
     run.writeEvents(1, 200, 30);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(FROM));
     Map<String, String> before = CheckpointDigest.of(checkpoint);
 
     Path log = tmp.resolve("child.log");
@@ -146,8 +153,7 @@ class PreparedCrashSafetyTest {
         StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(TO).execute();
     assertThat(prepared.removed()).as("the unfinished folder").isEqualTo(1);
     run.writeEvents(2, 200, 30);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(FROM));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(FROM));
     RepartitionResult result =
         StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
     assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
@@ -156,8 +162,7 @@ class PreparedCrashSafetyTest {
 
     run.writeEvents(3, 200, 30);
     run.writeFlush(4);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, StateStores.HDFS.withPartitions(7));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
   }

@@ -9,16 +9,17 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -26,11 +27,11 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The prepared path for joins, session windows, flatMapGroupsWithState and deduplication with an
- * aggregation after it, on the HDFS-backed store: a layout prepared after the first batches, a tail
- * of batches in which keys are added, updated and removed (devices come and go, sessions close,
- * timeouts fire, join rows expire behind the watermark), the repartition replaying that tail onto
- * the prepared layout, and the restarted query's output equal to an uninterrupted run's, every key
- * in the partition Spark assigns it.
+ * aggregation after it, on the HDFS-backed store and on RocksDB with changelog checkpointing: a
+ * layout prepared after the first batches, a tail of batches in which keys are added, updated and
+ * removed (devices come and go, sessions close, timeouts fire, join rows expire behind the
+ * watermark), the repartition replaying that tail onto the prepared layout, and the restarted
+ * query's output equal to an uninterrupted run's, every key in the partition Spark assigns it.
  */
 class PreparedOperatorOracleTest {
   private static final int FROM = 3;
@@ -43,25 +44,41 @@ class PreparedOperatorOracleTest {
 
   @TempDir Path tmp;
 
+  /**
+   * Every operator on both stores under {@code -Pextended}; in {@code mvn test} the stores take
+   * turns, RocksDB with changelog checkpointing first.
+   */
   static Stream<Arguments> operators() {
-    return Stream.of(
-        Arguments.of(OperatorQueries.JOIN_FULL_OUTER, OperatorOracleTest.JOIN_FORMAT, "2"),
-        Arguments.of(
-            OperatorQueries.SESSION_WINDOW_COUNT,
-            "spark.sql.streaming.sessionWindow.stateFormatVersion",
-            "1"),
-        Arguments.of(
-            OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, OperatorOracleTest.FMGWS_FORMAT, "2"));
+    List<Arguments> out = new ArrayList<>();
+    List<StateStores> stores = List.of(StateStores.ROCKSDB_CHANGELOG, StateStores.HDFS);
+    List<Object[]> operators =
+        List.of(
+            new Object[] {OperatorQueries.JOIN_FULL_OUTER, OperatorOracleTest.JOIN_FORMAT, "2"},
+            new Object[] {
+              OperatorQueries.SESSION_WINDOW_COUNT,
+              "spark.sql.streaming.sessionWindow.stateFormatVersion",
+              "1"
+            },
+            new Object[] {
+              OperatorQueries.FLAT_MAP_EVENT_TIME_TIMEOUT, OperatorOracleTest.FMGWS_FORMAT, "2"
+            });
+    for (int i = 0; i < operators.size(); i++) {
+      for (int s = 0; s < stores.size(); s++) {
+        Object[] o = operators.get(i);
+        out.add(Arguments.of(o[0], stores.get(s), o[1], o[2]));
+      }
+    }
+    return TestSets.subset(out, i -> (i / stores.size()) % stores.size() == i % stores.size());
   }
 
-  @ParameterizedTest(name = "{0}: prepared {1}={2}")
+  @ParameterizedTest(name = "{0} on {1}: prepared {2}={3}")
   @MethodSource("operators")
   void tailReplayedOntoThePreparedLayoutWritesTheUninterruptedOutput(
-      OperatorQueries query, String formatConf, String format) {
+      OperatorQueries query, StateStores store, String formatConf, String format) {
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
-    Map<String, String> conf = new HashMap<>(StateStores.HDFS.withPartitions(FROM));
+    Map<String, String> conf = new HashMap<>(store.withPartitions(FROM));
     conf.put(formatConf, format);
     write(run, query, 0, BEFORE);
     run.runAvailable(query, checkpoint, sink, conf);
@@ -87,13 +104,14 @@ class PreparedOperatorOracleTest {
   }
 
   /** Deduplication and a windowed count in one query: two operators, each with its own tail. */
-  @Test
-  void deduplicationThenAggregation() {
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dedupStores")
+  void deduplicationThenAggregation(StateStores store) {
     StatefulQueries query = StatefulQueries.DEDUP_THEN_WINDOWED_COUNT;
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
-    Map<String, String> conf = StateStores.HDFS.withPartitions(FROM);
+    Map<String, String> conf = store.withPartitions(FROM);
     for (int i = 0; i < BEFORE; i++) {
       run.writeEvents(i, 300, 40);
     }
@@ -129,6 +147,13 @@ class PreparedOperatorOracleTest {
     assertThat(run.sinkRows(sink, query))
         .isNotEmpty()
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, query));
+  }
+
+  /** RocksDB with changelog checkpointing in {@code mvn test}, both stores under -Pextended. */
+  static Stream<Arguments> dedupStores() {
+    return TestSets.subset(
+        List.of(Arguments.of(StateStores.ROCKSDB_CHANGELOG), Arguments.of(StateStores.HDFS)),
+        i -> i == 0);
   }
 
   /** The batches after V put and remove keys (the delta files of versions V+2..L+1). */

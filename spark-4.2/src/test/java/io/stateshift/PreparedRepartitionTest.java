@@ -22,13 +22,16 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A repartition that starts from a layout prepared earlier ({@code prepare}, possibly while the
  * query ran) and replays the batches committed since must leave a checkpoint whose restarted query
  * writes exactly what an uninterrupted run writes; where the prepared layout cannot be used, the
- * full path runs and says why. A windowed count on the HDFS-backed store: the batches after the
- * prepared one add windows, update counts and evict windows behind the watermark.
+ * full path runs and says why. A windowed count on the HDFS-backed store and on RocksDB with
+ * changelog checkpointing: the batches after the prepared one add windows, update counts and evict
+ * windows behind the watermark.
  */
 class PreparedRepartitionTest {
   private static final int FILES_BEFORE = 2;
@@ -84,22 +87,25 @@ class PreparedRepartitionTest {
     finishAndCompare(run, checkpoint, sink);
   }
 
-  @Test
-  void preparedWhileStoppedThenMovedForwardIsUsed() throws IOException {
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(
+      value = StateStores.class,
+      names = {"HDFS", "ROCKSDB_CHANGELOG"})
+  void preparedWhileStoppedThenMovedForwardIsUsed(StateStores store) throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
     write(run, 0, FILES_BEFORE);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
     PrepareResult first = prepare(checkpoint, 3);
     write(run, FILES_BEFORE, 1);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
     PrepareResult second = prepare(checkpoint, 3); // moves V forward, replacing the first
     assertThat(second.removed()).isEqualTo(1);
     assertThat(second.prepared().get().preparedBatch())
         .isGreaterThan(first.prepared().get().preparedBatch());
     write(run, FILES_BEFORE + 1, FILES_TAIL - 1);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
     // the tail adds and updates windows and evicts those behind the watermark
     long v = second.prepared().get().preparedBatch();
     DeltaChanges.Counts tail =
@@ -112,7 +118,7 @@ class PreparedRepartitionTest {
     assertThat(result.path().preparedBatch()).isEqualTo(second.prepared().get().preparedBatch());
     assertThat(result.path().lastCommittedBatch()).isEqualTo(result.plan().lastCommittedBatch());
     assertThat(result.path().rowsReplayed()).isPositive();
-    finishAndCompare(run, checkpoint, sink);
+    finishAndCompare(run, checkpoint, sink, store);
   }
 
   @Test
@@ -141,13 +147,16 @@ class PreparedRepartitionTest {
     finishAndCompare(run, checkpoint, sink);
   }
 
-  @Test
-  void damagedPreparedFileFallsBackAndCancelRemovesTheLayout() throws IOException {
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(
+      value = StateStores.class,
+      names = {"HDFS", "ROCKSDB_CHANGELOG"})
+  void damagedPreparedFileFallsBackAndCancelRemovesTheLayout(StateStores store) throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
     write(run, 0, FILES_BEFORE);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
     prepare(checkpoint, 6);
     PrepareResult cancelled = StateShift.get(spark).prepareState(checkpoint.toString()).cancel();
     assertThat(cancelled.removed()).isEqualTo(1);
@@ -158,7 +167,7 @@ class PreparedRepartitionTest {
     Path file;
     try (Stream<Path> walk = Files.walk(checkpoint.resolve("_stateshift/prepared"))) {
       file =
-          walk.filter(p -> p.toString().endsWith(".snapshot"))
+          walk.filter(p -> p.toString().endsWith(store == StateStores.HDFS ? ".snapshot" : ".zip"))
               .filter(p -> p.toFile().length() > 40)
               .findFirst()
               .orElseThrow();
@@ -168,12 +177,12 @@ class PreparedRepartitionTest {
     Files.write(file, bytes);
     Files.deleteIfExists(file.resolveSibling("." + file.getFileName() + ".crc"));
     write(run, FILES_BEFORE, FILES_TAIL);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
 
     RepartitionResult result = repartition(checkpoint, 6);
     assertThat(result.path().prepared()).isFalse();
     assertThat(result.path().reason()).contains("prepared file");
-    finishAndCompare(run, checkpoint, sink);
+    finishAndCompare(run, checkpoint, sink, store);
   }
 
   @Test
@@ -262,12 +271,11 @@ class PreparedRepartitionTest {
   }
 
   @Test
-  void rocksDbIsRefusedWithTheCheckpointUnchanged() {
+  void rocksDbWithoutChangelogIsRefusedWithTheCheckpointUnchanged() {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     write(run, 0, 1);
-    run.runAvailable(
-        QUERY, checkpoint, tmp.resolve("sink"), StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, tmp.resolve("sink"), StateStores.ROCKSDB.withPartitions(4));
     var before = CheckpointDigest.of(checkpoint);
     assertThatThrownBy(
             () ->
@@ -276,10 +284,34 @@ class PreparedRepartitionTest {
             StateShiftException.class,
             e ->
                 assertThat(e.reason()).isEqualTo(StateShiftException.Reason.UNSUPPORTED_CHECKPOINT))
-        .hasMessageContaining("prepare supports the HDFS-backed state store")
-        .hasMessageContaining("uses the RocksDB state store")
+        .hasMessageContaining("prepare on RocksDB needs changelog checkpointing")
+        .hasMessageContaining("changelogCheckpointing.enabled=true")
         .hasMessageContaining("Nothing was written");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /**
+   * Prepared with changelog checkpointing on, the tail run with it off: RocksDB logged none of the
+   * tail's batches, so the repartition takes the full path and says why.
+   */
+  @Test
+  void rocksDbTailWithoutChangelogFallsBackAndSaysWhy() {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
+    long v = prepare(checkpoint, 6).prepared().get().preparedBatch();
+    write(run, FILES_BEFORE, FILES_TAIL);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB.withPartitions(4));
+
+    RepartitionResult result = repartition(checkpoint, 6);
+    assertThat(result.path().prepared()).isFalse();
+    assertThat(result.path().reason())
+        .contains((v + 2) + ".changelog of batch " + (v + 1) + " is not there")
+        .contains("changelog checkpointing is off");
+    assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    finishAndCompare(run, checkpoint, sink, StateStores.ROCKSDB);
   }
 
   // ---- helpers ----
@@ -315,9 +347,13 @@ class PreparedRepartitionTest {
 
   /** The rest of the input on the new layout, then the sink against an uninterrupted run. */
   private void finishAndCompare(StreamRun run, Path checkpoint, Path sink) {
+    finishAndCompare(run, checkpoint, sink, StateStores.HDFS);
+  }
+
+  private void finishAndCompare(StreamRun run, Path checkpoint, Path sink, StateStores store) {
     write(run, FILES_BEFORE + FILES_TAIL, FILES_AFTER);
     run.writeFlush(ALL_FILES);
-    run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
     assertThat(run.sinkRows(sink, QUERY)).containsExactlyElementsOf(oracle());
   }
 

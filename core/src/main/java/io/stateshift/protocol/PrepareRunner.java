@@ -26,8 +26,9 @@ import org.apache.spark.sql.SparkSession;
  * {@code stateshift prepare}: writes the state of the last committed batch V in the new partition
  * count under {@code _stateshift/prepared/<id>/}, while the query may be running. It takes no lock
  * (a running query never waits for it), reads only state files Spark never rewrites (the snapshot
- * and delta files of version V+1) and writes only under its own folder; the manifest is written
- * last, then older prepared layouts are removed. See docs/protocol.md.
+ * and delta files of version V+1, or RocksDB's zip, SST and changelog files) and writes only under
+ * its own folder; the manifest is written last, then older prepared layouts are removed. See
+ * docs/protocol.md.
  */
 public final class PrepareRunner {
   private final SparkSession spark;
@@ -74,6 +75,7 @@ public final class PrepareRunner {
             + " partitions under "
             + files.relativize(dir));
     PreparedManifest manifest;
+    spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
     try {
       Redistribution job = SparkLines.get().redistribution(layout, staged.toString(), target);
       job.checkPlacement(RepartitionRunner.placementChecks(layout));
@@ -126,24 +128,42 @@ public final class PrepareRunner {
               + " partitions. Nothing to do.");
     }
     String unsupported =
-        layout.rocksDb()
-            ? "the RocksDB state store"
-            : layout.checkpointIdsEnabled()
-                ? "state checkpoint format v2"
-                : layout.stores().stream().anyMatch(StoreSpec::hasColumnFamilies)
-                    ? "a store with column families (transformWithState)"
-                    : null;
+        layout.checkpointIdsEnabled()
+            ? "state checkpoint format v2"
+            : layout.stores().stream().anyMatch(StoreSpec::hasColumnFamilies)
+                ? "a store with column families (transformWithState)"
+                : null;
     if (unsupported != null) {
       throw new StateShiftException(
           Reason.UNSUPPORTED_CHECKPOINT,
-          "prepare supports the HDFS-backed state store (state checkpoint format v1, no column "
-              + "families); "
+          "prepare supports the HDFS-backed state store and RocksDB with changelog checkpointing "
+              + "(state checkpoint format v1, no column families); "
               + files.root()
               + " uses "
               + unsupported
               + ". Repartition it at the restart instead (stateshift repartition, or "
               + "spark.sql.streaming.stateStore.partitions), which moves all its state. Nothing "
               + "was written.");
+    }
+    if (layout.rocksDb()) {
+      // the batches after the prepared one are replayed from RocksDB's changelog files
+      long version = layout.lastCommitted() + 1;
+      for (StoreSpec spec : layout.stores()) {
+        Path changelog = files.path(spec.dir(0) + "/" + version + ".changelog");
+        if (!files.exists(changelog)) {
+          throw new StateShiftException(
+              Reason.UNSUPPORTED_CHECKPOINT,
+              "prepare on RocksDB needs changelog checkpointing: the batches committed after the "
+                  + "prepared one are replayed from RocksDB's changelog files, and "
+                  + files.relativize(changelog)
+                  + " (batch "
+                  + layout.lastCommitted()
+                  + ") is not there. Run the query with "
+                  + "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true, "
+                  + "then prepare again, or repartition at the restart without a prepared "
+                  + "layout. Nothing was written.");
+        }
+      }
     }
   }
 
@@ -175,10 +195,12 @@ public final class PrepareRunner {
       StateLayout layout, String id, Path staged, Redistribution.Outcome outcome) {
     long version = layout.lastCommitted() + 2; // the version the redistribution writes
     List<String> paths = new ArrayList<>();
+    // the version's own file: the HDFS-backed snapshot, or RocksDB's zip (which names its SSTs)
+    String preparedSuffix = layout.rocksDb() ? ".zip" : ".snapshot";
     RepartitionRunner.summarize(layout, outcome, "; nothing was prepared.");
     for (StoreSpec spec : layout.stores()) {
       for (int p = 0; p < target; p++) {
-        paths.add(new Path(new Path(staged, spec.dir(p)), version + ".snapshot").toString());
+        paths.add(new Path(new Path(staged, spec.dir(p)), version + preparedSuffix).toString());
       }
     }
     progress.accept("checking " + paths.size() + " prepared files");

@@ -14,7 +14,8 @@ import org.apache.hadoop.fs.Path;
 /**
  * Whether a repartition can start from the checkpoint's prepared layout: the same query, stores and
  * schemas, the same old and new partition counts, a batch at or before the last committed one, its
- * files as the manifest recorded them, and every delta file of the batches since still there.
+ * files as the manifest recorded them, and every log of the batches since still there (the
+ * HDFS-backed store's delta files, RocksDB's changelog files).
  */
 final class PreparedLayouts {
   private PreparedLayouts() {}
@@ -61,8 +62,8 @@ final class PreparedLayouts {
     if (!m.provider().equals(layout.provider())) {
       return "it was prepared for the state store provider " + m.provider();
     }
-    if (layout.rocksDb() || layout.checkpointIdsEnabled()) {
-      return "a prepared layout is replayed on the HDFS-backed state store only";
+    if (layout.checkpointIdsEnabled()) {
+      return "a prepared layout is not replayed under state checkpoint format v2";
     }
     if (!m.compressionCodec().equals(codec(layout))) {
       return "it was written with the codec "
@@ -73,7 +74,12 @@ final class PreparedLayouts {
     if (m.stores().size() != layout.stores().size()) {
       return "the query's stateful operators changed since it was prepared";
     }
+    // the changes of the batches since: the HDFS-backed store's deltas, RocksDB's changelogs
+    String tail = layout.rocksDb() ? ".changelog" : ".delta";
     for (StoreSpec spec : layout.stores()) {
+      if (spec.hasColumnFamilies()) {
+        return "operator " + spec.operatorId() + " has column families, which are not replayed";
+      }
       Optional<PreparedManifest.Store> store = m.store(spec);
       if (store.isEmpty()
           || !store.get().operatorName().equals(spec.operatorName())
@@ -103,14 +109,18 @@ final class PreparedLayouts {
           names.add(status.getPath().getName());
         }
         for (long v = m.preparedBatch() + 2; v <= layout.lastCommitted() + 1; v++) {
-          if (!names.contains(v + ".delta")) {
+          if (!names.contains(v + tail)) {
             return "the state file "
                 + spec.dir(p)
                 + "/"
                 + v
-                + ".delta of batch "
+                + tail
+                + " of batch "
                 + (v - 1)
-                + " is gone (the store's maintenance removes old files)";
+                + (layout.rocksDb()
+                    ? " is not there (changelog checkpointing is off, or the store's maintenance"
+                        + " removed it)"
+                    : " is gone (the store's maintenance removes old files)");
           }
         }
       }

@@ -163,7 +163,7 @@ public final class RepartitionBenchmark {
                                      with spark.sql.streaming.stateStore.partitions set / unset),
                                      migrate (stateshift migrate to the other provider),
                                      prepared (prepare, a tail batch, then the repartition
-                                     from the prepared layout; HDFS-backed)
+                                     from the prepared layout; hdfs, rocksdb-changelog)
         --tail 0.01                  share of the keys the prepared method's tail batch updates
         --cold                       also time fresh processes: ./stateshift repartition vs the
                                      built-in runner in a fresh java (slow)

@@ -32,6 +32,9 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.rdd.ShuffledRDD;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.LongAccumulator;
 import org.apache.spark.util.SerializableConfiguration;
@@ -40,14 +43,16 @@ import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
 
 /**
- * Brings a prepared layout of the HDFS-backed store (the state of batch V in the new partition
- * count) up to the last committed batch L: one task per old (store, partition) reads the delta
- * files of state versions V+2..L+1 (batches V+1..L), keeps the newest entry of each key, a put or a
- * removal ({@link DeltaChain}), and sends it to its new partition with the repartition's placement
- * ({@link StateStores.KeyPlacement}); one task per new (store, partition) streams its prepared
- * snapshot, checks its rows and SHA-256 against the manifest, leaves out the keys the tail changed,
- * adds the tail's puts and writes version L+2 into the attempt's staging folder, as the full path
- * would.
+ * Brings a prepared layout (the state of batch V in the new partition count) up to the last
+ * committed batch L: one task per old (store, partition) reads the logs of state versions V+2..L+1
+ * (batches V+1..L), the HDFS-backed store's delta files or RocksDB's changelog files (the same
+ * record format), keeps the newest entry of each key, a put or a removal ({@link DeltaChain}), and
+ * sends it to its new partition with the repartition's placement ({@link
+ * StateStores.KeyPlacement}); one task per new (store, partition) checks its prepared file's
+ * SHA-256 against the manifest and writes version L+2 into the attempt's staging folder, as the
+ * full path would. On the HDFS-backed store it streams the prepared snapshot, leaves out the keys
+ * the tail changed and adds the tail's puts; on RocksDB it opens the prepared version and applies
+ * the tail to it ({@link RocksDbTailApply}), carrying the prepared SST files over undecoded.
  *
  * <p>A key lives in one old partition, so the tails of different old partitions never touch the
  * same key, and applying each key's newest entry is applying the batches in order.
@@ -69,6 +74,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   private final int newPartitions;
   private final long lastCommitted;
   private final String codecName;
+  private final boolean rocksDb;
+  private final HashMap<String, String> storeSettings;
   private final PreparedManifest manifest;
   private LongAccumulator replayed;
   private transient long rowsReplayed;
@@ -82,6 +89,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       int newPartitions,
       long lastCommitted,
       String codecName,
+      boolean rocksDb,
+      Map<String, String> storeSettings,
       PreparedManifest manifest) {
     this.checkpointRoot = checkpointRoot;
     this.stagingRoot = stagingRoot;
@@ -91,6 +100,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     this.newPartitions = newPartitions;
     this.lastCommitted = lastCommitted;
     this.codecName = codecName;
+    this.rocksDb = rocksDb;
+    this.storeSettings = new HashMap<>(storeSettings);
     this.manifest = manifest;
   }
 
@@ -111,7 +122,9 @@ final class PreparedTailReplay implements Redistribution, Serializable {
         + (manifest.preparedBatch() + 1)
         + ".."
         + lastCommitted
-        + " replayed from the delta files)";
+        + " replayed from the "
+        + (rocksDb ? "changelog" : "delta")
+        + " files)";
   }
 
   @Override
@@ -160,7 +173,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     FileSystem fs = dir.getFileSystem(conf());
     List<Path> deltas = new ArrayList<>();
     for (long v = lastCommitted + 1; v >= manifest.preparedBatch() + 2; v--) {
-      deltas.add(new Path(dir, v + ".delta"));
+      deltas.add(new Path(dir, v + tailSuffix(rocksDb)));
     }
     List<Tuple2<byte[], Object>> out = new ArrayList<>();
     if (deltas.isEmpty()) {
@@ -175,13 +188,19 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
     UnsafeRow keyRow = new UnsafeRow(spec.keySchema().length());
+    RocksDBKeyStateEncoder storedKeys = rocksDb ? RocksDbSstExchange.keyDecoder(spec) : null;
     int firstTarget = spec.slot() * newPartitions;
     chain.forEachNewest(
         (data, keyOffset, keyLength, valueOffset, valueLength) -> {
-          keyRow.pointTo(data, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
-          int target =
-              firstTarget + StateStores.KeyPlacement.pmod(placement.hash(keyRow), newPartitions);
           byte[] key = Arrays.copyOfRange(data, keyOffset, keyOffset + keyLength);
+          UnsafeRow row = keyRow;
+          if (storedKeys != null) {
+            row = storedKeys.decodeKey(key); // RocksDB stores the row behind Spark's encoding
+          } else {
+            keyRow.pointTo(data, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
+          }
+          int target =
+              firstTarget + StateStores.KeyPlacement.pmod(placement.hash(row), newPartitions);
           byte[] value;
           if (valueLength < 0) {
             value = new byte[] {REMOVE};
@@ -218,6 +237,9 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     PreparedManifest.PartitionFile prepared = preparedFile(spec, partition);
     Path preparedPath = new Path(checkpointRoot, prepared.file());
+    if (rocksDb) {
+      return List.of(writeRocksDb(spec, partition, prepared, preparedPath, tail)).iterator();
+    }
     Path out =
         new Path(new Path(stagingRoot, spec.dir(partition)), (lastCommitted + 2) + ".snapshot");
     CompressionCodec codec = HdfsFileExchange.codec(codecName);
@@ -280,6 +302,62 @@ final class PreparedTailReplay implements Redistribution, Serializable {
           null);
     }
     return List.of(new PartitionCount(spec.slot(), partition, rows, bytes, null)).iterator();
+  }
+
+  /** One new RocksDB partition: the prepared version, its zip checked, with the tail applied. */
+  private PartitionCount writeRocksDb(
+      StoreSpec spec,
+      int partition,
+      PreparedManifest.PartitionFile prepared,
+      Path preparedZip,
+      Map<ByteBuffer, byte[]> tail)
+      throws IOException {
+    TaskTimer timer = new TaskTimer("prepared " + spec.storeName() + "/" + partition);
+    String digest;
+    try {
+      digest = sha256(preparedZip.getFileSystem(conf()), preparedZip);
+    } catch (UncheckedIOException e) {
+      throw rejected(prepared, "cannot be read: " + e.getMessage(), e);
+    }
+    if (!digest.equals(prepared.sha256())) {
+      throw rejected(
+          prepared, "has SHA-256 " + digest + ", its manifest recorded " + prepared.sha256(), null);
+    }
+    timer.lap("digest");
+    String stateRoot = stagingRoot + "/state";
+    StateStoreConf storeConf = StateStores.storeConf(storeSettings);
+    // the prepared layout's own state folder: the staged folder that holds state/<op>/<p>/...
+    String preparedRoot =
+        new Path(
+                new Path(checkpointRoot, PreparedManifest.DIR + "/" + manifest.id()),
+                "staged/state")
+            .toString();
+    long rows;
+    try (RocksDbTaskScope scope = RocksDbTaskScope.open(stateRoot, spec, storeConf, conf())) {
+      if (scope == null) {
+        throw new IllegalStateException(
+            "The state store settings of " + checkpointRoot + " do not open a RocksDB store");
+      }
+      rows =
+          RocksDbTailApply.apply(
+              scope,
+              new StateStoreId(preparedRoot, spec.operatorId(), partition, spec.storeName()),
+              manifest.preparedBatch() + 2,
+              prepared.rows(),
+              new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName()),
+              lastCommitted + 2,
+              tail,
+              conf(),
+              timer);
+    } finally {
+      timer.report();
+    }
+    return new PartitionCount(spec.slot(), partition, rows, prepared.bytes(), null);
+  }
+
+  /** The suffix of the files that log each version's changes. */
+  static String tailSuffix(boolean rocksDb) {
+    return rocksDb ? ".changelog" : ".delta";
   }
 
   private PreparedManifest.PartitionFile preparedFile(StoreSpec spec, int partition) {

@@ -90,38 +90,57 @@ final class RocksDbDirectCommit {
                 + e.getMessage(),
             e);
       }
-      // What a RocksDB checkpoint leaves out, and Spark's zips therefore never hold.
-      new File(dir, "LOCK").delete();
-      new File(dir, "IDENTITY").delete();
-      if (sstFiles.isEmpty()) {
-        // Spark's upload creates the folder with the first SST file; an empty version has none
-        Path storeDir = store.storeCheckpointLocation();
-        try {
-          storeDir.getFileSystem(hadoopConf).mkdirs(storeDir);
-        } catch (IOException e) {
-          throw new UncheckedIOException("Cannot create " + storeDir + ": " + e.getMessage(), e);
-        }
-      }
-      RocksDBFileManager files = scope.fileManager(store, hadoopConf);
-      try {
-        scala.collection.Map<String, RocksDBSnapshotFile> mapping =
-            new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
-        files.saveCheckpointToDfs(
-            dir,
-            version,
-            rows,
-            0L,
-            mapping,
-            scala.Option.apply(ScalaBridge.emptyMap()),
-            scala.Option.apply((Object) (short) 0),
-            ScalaBridge.none(),
-            scope.conf().verifyNonEmptyFilesInZip());
-      } finally {
-        files.close();
-      }
+      upload(scope, store, hadoopConf, dir, version, rows, sstFiles.isEmpty());
       timer.lap("upload");
     } finally {
       RocksDbTaskScope.deleteRecursively(dir);
+    }
+  }
+
+  /**
+   * Uploads the closed RocksDB folder {@code dir} as {@code version} of {@code store} through
+   * Spark's file manager, as Spark's commit would: SST files under new unique names, the rest and
+   * Spark's metadata ({@code rows} keys, no column families) in {@code <version>.zip}.
+   *
+   * @param noSstFiles whether the folder holds no SST file (the store's folder is then created
+   *     here: Spark's upload creates it with the first SST file)
+   */
+  static void upload(
+      RocksDbTaskScope scope,
+      StateStoreId store,
+      Configuration hadoopConf,
+      File dir,
+      long version,
+      long rows,
+      boolean noSstFiles) {
+    // What a RocksDB checkpoint leaves out, and Spark's zips therefore never hold.
+    new File(dir, "LOCK").delete();
+    new File(dir, "IDENTITY").delete();
+    if (noSstFiles) {
+      // Spark's upload creates the folder with the first SST file; an empty version has none
+      Path storeDir = store.storeCheckpointLocation();
+      try {
+        storeDir.getFileSystem(hadoopConf).mkdirs(storeDir);
+      } catch (IOException e) {
+        throw new UncheckedIOException("Cannot create " + storeDir + ": " + e.getMessage(), e);
+      }
+    }
+    RocksDBFileManager files = scope.fileManager(store, hadoopConf);
+    try {
+      scala.collection.Map<String, RocksDBSnapshotFile> mapping =
+          new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
+      files.saveCheckpointToDfs(
+          dir,
+          version,
+          rows,
+          0L,
+          mapping,
+          scala.Option.apply(ScalaBridge.emptyMap()),
+          scala.Option.apply((Object) (short) 0),
+          ScalaBridge.none(),
+          scope.conf().verifyNonEmptyFilesInZip());
+    } finally {
+      files.close();
     }
   }
 }

@@ -97,7 +97,7 @@ public final class SparkState {
         layout.checkpointIds());
   }
 
-  /** See {@link PreparedTailReplay}: the HDFS-backed store's tail replay. */
+  /** See {@link PreparedTailReplay}: the tail's replay onto a prepared layout. */
   public static Redistribution preparedReplay(
       StateLayout layout,
       io.stateshift.checkpoint.PreparedManifest prepared,
@@ -113,6 +113,8 @@ public final class SparkState {
         newPartitions,
         layout.lastCommitted(),
         StateStores.storeConf(layout.storeConf()).compressionCodec(),
+        layout.rocksDb(),
+        layout.storeConf(),
         prepared);
   }
 

@@ -13,14 +13,14 @@ import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * The puts and removals an HDFS-backed checkpoint's delta files record for a range of state
- * versions, over every store and partition: what a tail between a prepared batch and the last one
- * changes.
+ * The puts and removals a checkpoint's logs record for a range of state versions (the HDFS-backed
+ * store's delta files, RocksDB's changelog files: one record format), over every store and
+ * partition: what a tail between a prepared batch and the last one changes.
  */
 public final class DeltaChanges {
   private DeltaChanges() {}
 
-  /** Puts and removals recorded by the delta files of versions {@code first..last}. */
+  /** Puts and removals recorded by the delta or changelog files of versions {@code first..last}. */
   public record Counts(long puts, long removals) {}
 
   public static Counts of(
@@ -37,7 +37,9 @@ public final class DeltaChanges {
     for (StoreSpec spec : layout.stores()) {
       for (int p = 0; p < layout.partitions(); p++) {
         for (long v = firstVersion; v <= lastVersion; v++) {
-          Path delta = new Path(files.path(spec.dir(p)), v + ".delta");
+          Path delta =
+              new Path(
+                  files.path(spec.dir(p)), v + PreparedTailReplay.tailSuffix(layout.rocksDb()));
           try (DataInputStream in = HdfsFileExchange.decoding(fs.open(delta), codec, delta)) {
             while (HdfsFileExchange.nextEntry(in, delta, entry)) {
               if (entry[1] == null) {
