@@ -43,7 +43,20 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
   private record Entry(int partition, byte[] key, byte[] value) {}
 
   RocksDbRunStaging(SplitTask task, FileSystem stagingFs, Path stagingDir) {
-    this.encoding = new RocksDbSnapshotWriter.Encoding(task.spec());
+    this(task, stagingFs, stagingDir, new RocksDbSnapshotWriter.Encoding(task.spec()));
+  }
+
+  /** Staging for entries already in RocksDB's stored encoding (RocksDB's own changelogs). */
+  static RocksDbRunStaging forStoredEntries(SplitTask task, FileSystem stagingFs, Path stagingDir) {
+    return new RocksDbRunStaging(task, stagingFs, stagingDir, null);
+  }
+
+  private RocksDbRunStaging(
+      SplitTask task,
+      FileSystem stagingFs,
+      Path stagingDir,
+      RocksDbSnapshotWriter.Encoding encoding) {
+    this.encoding = encoding;
     this.keyRow = new UnsafeRow(task.spec().keySchema().length());
     this.valueRow = new UnsafeRow(task.spec().valueSchema().length());
     this.stagingFs = stagingFs;
@@ -73,9 +86,18 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
       int valueOffset,
       int valueLength)
       throws IOException {
-    keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
-    valueRow.pointTo(value, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
-    Entry entry = new Entry(p, encoding.key(keyRow), encoding.value(valueRow));
+    Entry entry;
+    if (encoding == null) {
+      entry =
+          new Entry(
+              p,
+              Arrays.copyOfRange(key, keyOffset, keyOffset + keyLength),
+              Arrays.copyOfRange(value, valueOffset, valueOffset + valueLength));
+    } else {
+      keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + keyOffset, keyLength);
+      valueRow.pointTo(value, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
+      entry = new Entry(p, encoding.key(keyRow), encoding.value(valueRow));
+    }
     chunk.add(entry);
     chunkBytes += entry.key().length + entry.value().length + 40;
     if (chunkBytes >= SortedRuns.FLUSH_BYTES) {

@@ -712,6 +712,23 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             }
           }
         }
+        if (RocksDbSnapshotReader.ENABLED
+            && scope != null
+            && checkpointId.isEmpty()
+            && !spec.hasColumnFamilies()) {
+          ReadOutcome fromChangelogs =
+              RocksDbChangelogSplit.split(
+                  split,
+                  scope,
+                  new StateStoreId(
+                      liveStateRoot, spec.operatorId(), task.partition(), spec.storeName()),
+                  readVersion,
+                  HdfsFileExchange.codec(compressionCodec),
+                  checkpointRoot());
+          if (fromChangelogs != null) {
+            return fromChangelogs;
+          }
+        }
         StateStoreProvider provider =
             StateStores.open(liveStateRoot, spec, task.partition(), storeConf, hadoopConf());
         try {
