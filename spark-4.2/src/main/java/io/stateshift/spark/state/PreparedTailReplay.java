@@ -144,8 +144,10 @@ final class PreparedTailReplay implements Redistribution, Serializable {
           sources.add(new SourceTask(store.slot(), p));
         }
       }
+      // a tail is small: a few tasks per core read all of it, rather than a task per partition
+      int readTasks = Math.min(sources.size(), Math.max(1, 2 * jsc.defaultParallelism()));
       RDD<Tuple2<byte[], Object>> tagged =
-          jsc.parallelize(sources, sources.size()).flatMap(this::readTail).rdd();
+          jsc.parallelize(sources, readTasks).flatMap(this::readTail).rdd();
       ShuffledRDD<byte[], Object, Object> shuffled =
           new ShuffledRDD<>(
               tagged,

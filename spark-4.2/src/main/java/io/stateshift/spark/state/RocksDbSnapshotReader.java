@@ -72,18 +72,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     File dir = scope.newLocalDir("snapshot");
     try {
       RocksDBCheckpointMetadata metadata =
-          scope.conf().fileChecksumEnabled()
-              ? null
-              : linkedOnLocalDisk(zip, store, dir, hadoopConf);
-      if (metadata == null) {
-        RocksDBFileManager files = scope.fileManager(store, hadoopConf);
-        try {
-          metadata =
-              files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
-        } finally {
-          files.close();
-        }
-      }
+          fetch(scope, store, version, checkpointId, dir, hadoopConf);
       timer.lap("download");
       if (metadata.columnFamilyMapping().isDefined()
           && metadata.columnFamilyMapping().get().nonEmpty()) {
@@ -107,6 +96,36 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       RocksDbTaskScope.deleteRecursively(dir);
       throw e;
     }
+  }
+
+  /**
+   * Puts the files of {@code version} of {@code store} (a version with its own snapshot) into the
+   * empty local folder {@code dir}: hard-linked on a local checkpoint ({@link #linkedOnLocalDisk}),
+   * else downloaded by Spark's file manager. Returns Spark's metadata of the version.
+   */
+  static RocksDBCheckpointMetadata fetch(
+      RocksDbTaskScope scope,
+      StateStoreId store,
+      long version,
+      scala.Option<String> checkpointId,
+      File dir,
+      Configuration hadoopConf) {
+    Path zip =
+        new Path(
+            store.storeCheckpointLocation(),
+            version + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
+    RocksDBCheckpointMetadata metadata =
+        scope.conf().fileChecksumEnabled() ? null : linkedOnLocalDisk(zip, store, dir, hadoopConf);
+    if (metadata == null) {
+      RocksDBFileManager files = scope.fileManager(store, hadoopConf);
+      try {
+        metadata =
+            files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
+      } finally {
+        files.close();
+      }
+    }
+    return metadata;
   }
 
   /**

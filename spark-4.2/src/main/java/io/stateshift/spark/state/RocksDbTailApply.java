@@ -7,8 +7,6 @@ import java.util.Map;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
-import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
-import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.FlushOptions;
@@ -16,11 +14,12 @@ import org.rocksdb.RocksDBException;
 import org.rocksdb.WriteOptions;
 
 /**
- * One new RocksDB partition from its prepared version and the tail: the prepared version is
- * downloaded by Spark's file manager and opened, the newest entry of each key the tail changed is
- * applied (a put or a delete, in the stored encoding, as the changelog holds it), and the result is
- * uploaded as a new version of the staged partition ({@link RocksDbDirectCommit#upload}). Only the
- * tail's keys are decoded and written; the prepared SST files are carried over as they are.
+ * One new RocksDB partition from its prepared version and the tail: the prepared version is fetched
+ * ({@link RocksDbSnapshotReader#fetch}: linked on a local checkpoint, else downloaded by Spark's
+ * file manager) and opened, the newest entry of each key the tail changed is applied (a put or a
+ * delete, in the stored encoding, as the changelog holds it), and the result is uploaded as a new
+ * version of the staged partition ({@link RocksDbDirectCommit#upload}). Only the tail's keys are
+ * decoded and written; the prepared SST files are carried over as they are.
  */
 final class RocksDbTailApply {
   private RocksDbTailApply() {}
@@ -46,11 +45,11 @@ final class RocksDbTailApply {
     File checkpoint = new File(scope.localRootDir(), "tail-" + version + "-" + UUID.randomUUID());
     try {
       RocksDBCheckpointMetadata metadata;
-      RocksDBFileManager files = scope.fileManager(prepared, hadoopConf);
       try {
+        // the prepared SST files are linked on a local checkpoint: RocksDB never rewrites one
         metadata =
-            files.loadCheckpointFromDfs(
-                preparedVersion, dir, new RocksDBFileMapping(), ScalaBridge.none());
+            RocksDbSnapshotReader.fetch(
+                scope, prepared, preparedVersion, ScalaBridge.none(), dir, hadoopConf);
       } catch (RuntimeException e) {
         throw new PreparedManifest.Rejected(
             "the prepared version "
@@ -60,8 +59,6 @@ final class RocksDbTailApply {
                 + " cannot be read: "
                 + e.getMessage(),
             e);
-      } finally {
-        files.close();
       }
       timer.lap("download");
       if (metadata.numKeys() != preparedRows) {
