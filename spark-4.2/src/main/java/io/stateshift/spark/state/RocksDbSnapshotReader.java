@@ -58,10 +58,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       scala.Option<String> checkpointId,
       Configuration hadoopConf,
       TaskTimer timer) {
-    Path zip =
-        new Path(
-            store.storeCheckpointLocation(),
-            version + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
+    Path zip = zipOf(store, version, checkpointId);
     try {
       if (version <= 0 || !zip.getFileSystem(hadoopConf).exists(zip)) {
         return null;
@@ -98,6 +95,13 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     }
   }
 
+  /** Spark's snapshot of a version: {@code <version>.zip}, or {@code <version>_<id>.zip}. */
+  private static Path zipOf(StateStoreId store, long version, scala.Option<String> checkpointId) {
+    return new Path(
+        store.storeCheckpointLocation(),
+        version + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
+  }
+
   /**
    * Puts the files of {@code version} of {@code store} (a version with its own snapshot) into the
    * empty local folder {@code dir}: hard-linked on a local checkpoint ({@link #linkedOnLocalDisk}),
@@ -110,10 +114,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       scala.Option<String> checkpointId,
       File dir,
       Configuration hadoopConf) {
-    Path zip =
-        new Path(
-            store.storeCheckpointLocation(),
-            version + (checkpointId.isDefined() ? "_" + checkpointId.get() : "") + ".zip");
+    Path zip = zipOf(store, version, checkpointId);
     RocksDBCheckpointMetadata metadata =
         scope.conf().fileChecksumEnabled() ? null : linkedOnLocalDisk(zip, store, dir, hadoopConf);
     if (metadata == null) {
