@@ -68,6 +68,14 @@ public record PreparedManifest(
   public record PartitionFile(int partition, String file, long bytes, long rows, String sha256)
       implements Serializable {}
 
+  /**
+   * The suffix of the files that log each version's changes, from which a prepared layout's tail is
+   * replayed: RocksDB's changelog files, the HDFS-backed store's delta files (one record format).
+   */
+  public static String tailSuffix(boolean rocksDb) {
+    return rocksDb ? ".changelog" : ".delta";
+  }
+
   /** The folder of the prepared layout {@code id}. */
   public static Path dir(CheckpointFiles files, String id) {
     return files.path(DIR + "/" + id);

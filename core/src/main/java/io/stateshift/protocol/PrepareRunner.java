@@ -149,7 +149,8 @@ public final class PrepareRunner {
       // the batches after the prepared one are replayed from RocksDB's changelog files
       long version = layout.lastCommitted() + 1;
       for (StoreSpec spec : layout.stores()) {
-        Path changelog = files.path(spec.dir(0) + "/" + version + ".changelog");
+        Path changelog =
+            files.path(spec.dir(0) + "/" + version + PreparedManifest.tailSuffix(true));
         if (!files.exists(changelog)) {
           throw new StateShiftException(
               Reason.UNSUPPORTED_CHECKPOINT,

@@ -75,7 +75,7 @@ final class PreparedLayouts {
       return "the query's stateful operators changed since it was prepared";
     }
     // the changes of the batches since: the HDFS-backed store's deltas, RocksDB's changelogs
-    String tail = layout.rocksDb() ? ".changelog" : ".delta";
+    String tail = PreparedManifest.tailSuffix(layout.rocksDb());
     for (StoreSpec spec : layout.stores()) {
       if (spec.hasColumnFamilies()) {
         return "operator " + spec.operatorId() + " has column families, which are not replayed";

@@ -175,7 +175,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     FileSystem fs = dir.getFileSystem(conf());
     List<Path> deltas = new ArrayList<>();
     for (long v = lastCommitted + 1; v >= manifest.preparedBatch() + 2; v--) {
-      deltas.add(new Path(dir, v + tailSuffix(rocksDb)));
+      deltas.add(new Path(dir, v + PreparedManifest.tailSuffix(rocksDb)));
     }
     List<Tuple2<byte[], Object>> out = new ArrayList<>();
     if (deltas.isEmpty()) {
@@ -355,11 +355,6 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       timer.report();
     }
     return new PartitionCount(spec.slot(), partition, rows, prepared.bytes(), null);
-  }
-
-  /** The suffix of the files that log each version's changes. */
-  static String tailSuffix(boolean rocksDb) {
-    return rocksDb ? ".changelog" : ".delta";
   }
 
   private PreparedManifest.PartitionFile preparedFile(StoreSpec spec, int partition) {

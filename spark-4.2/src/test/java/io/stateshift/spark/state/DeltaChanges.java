@@ -39,7 +39,8 @@ public final class DeltaChanges {
         for (long v = firstVersion; v <= lastVersion; v++) {
           Path delta =
               new Path(
-                  files.path(spec.dir(p)), v + PreparedTailReplay.tailSuffix(layout.rocksDb()));
+                  files.path(spec.dir(p)),
+                  v + io.stateshift.checkpoint.PreparedManifest.tailSuffix(layout.rocksDb()));
           try (DataInputStream in = HdfsFileExchange.decoding(fs.open(delta), codec, delta)) {
             while (HdfsFileExchange.nextEntry(in, delta, entry)) {
               if (entry[1] == null) {
