@@ -88,7 +88,9 @@ class S3RequestCostTest {
         .forEach(
             (k, v) -> {
               long d = v - before.getOrDefault(k, 0L);
-              if (d != 0 && (k.startsWith("object_") && k.endsWith("request"))) {
+              if (d != 0
+                  && (k.endsWith("_request") || k.endsWith("_requests"))
+                  && !k.equals("store_io_request")) {
                 requests.put(k, d);
               }
             });

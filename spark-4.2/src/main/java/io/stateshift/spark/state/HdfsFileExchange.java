@@ -105,7 +105,7 @@ final class HdfsFileExchange {
       FileSystem fs = partitionDir.getFileSystem(task.hadoopConf());
       FileSystem stagingFs = stagingDir.getFileSystem(task.hadoopConf());
       splitter = new Splitter(task, staging.create(stagingFs, stagingDir));
-      List<FileStatus> listed = chainNewestFirst(fs, partitionDir, version);
+      List<FileStatus> listed = chainNewestFirst(fs, partitionDir, version, task.listedFiles());
       FileStatus snapshotStatus =
           !listed.isEmpty()
                   && listed.get(listed.size() - 1).getPath().getName().endsWith(".snapshot")
@@ -380,14 +380,18 @@ final class HdfsFileExchange {
   /**
    * The files version {@code version} is built from, newest first: {@code version.delta} down to
    * the newest snapshot at or below it (or down to {@code 1.delta}). The chain was checked for gaps
-   * before the job started; a missing file here is reported the same way.
+   * before the job started; a missing file here is reported the same way. The folder's files come
+   * from {@code listed} (names and lengths from the driver's listing) where given, else from a
+   * listing of the folder.
    */
-  static List<FileStatus> chainNewestFirst(FileSystem fs, Path partitionDir, long version)
+  static List<FileStatus> chainNewestFirst(
+      FileSystem fs, Path partitionDir, long version, Map<String, ListedFile> listed)
       throws IOException {
     long snapshot = 0;
     Map<Long, FileStatus> deltas = new HashMap<>();
     FileStatus snapshotFile = null;
-    for (FileStatus status : fs.listStatus(partitionDir)) {
+    for (FileStatus status :
+        listed != null ? statuses(fs, partitionDir, listed) : fs.listStatus(partitionDir)) {
       Matcher m = VERSION_FILE.matcher(status.getPath().getName());
       if (!m.matches()) {
         continue;
@@ -422,6 +426,16 @@ final class HdfsFileExchange {
       chain.add(snapshotFile);
     }
     return chain;
+  }
+
+  /**
+   * The statuses of the files a listing made elsewhere found in {@code dir}, for opening them with
+   * no request first ({@link ListedFile}).
+   */
+  private static FileStatus[] statuses(FileSystem fs, Path dir, Map<String, ListedFile> listed) {
+    List<FileStatus> out = new ArrayList<>();
+    listed.forEach((name, file) -> out.add(file.status(fs, new Path(dir, name))));
+    return out.toArray(new FileStatus[0]);
   }
 
   private static DataInputStream open(FileSystem fs, Path file, CompressionCodec codec)

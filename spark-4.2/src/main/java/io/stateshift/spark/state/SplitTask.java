@@ -16,6 +16,9 @@ import org.apache.hadoop.conf.Configuration;
  *     over all stores)
  * @param exchangeDir where the staged files go
  * @param timer the read task's timer, lapped at each step
+ * @param listedFiles the files of the old partition's folder (lengths, etags), by name, from the
+ *     driver's listing of the operator's state where it made one (an object store: one flat listing
+ *     instead of one per folder), so that the task lists nothing; null: the task lists
  */
 record SplitTask(
     StoreSpec spec,
@@ -27,7 +30,8 @@ record SplitTask(
     int newPartitions,
     String exchangeDir,
     Configuration hadoopConf,
-    TaskTimer timer) {
+    TaskTimer timer,
+    java.util.Map<String, ListedFile> listedFiles) {
 
   /** The same task, with the version read named as {@code source}. */
   SplitTask withSource(String source) {
@@ -41,7 +45,8 @@ record SplitTask(
         newPartitions,
         exchangeDir,
         hadoopConf,
-        timer);
+        timer,
+        listedFiles);
   }
 
   /**

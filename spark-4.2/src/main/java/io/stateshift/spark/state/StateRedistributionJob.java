@@ -83,7 +83,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   /** What one read task of a file exchange produced: its counts and the files it staged. */
   record ReadOutcome(PartitionCount count, List<StagedFile> files) implements Serializable {}
 
-  private record SourceTask(int slot, int partition) implements Serializable {}
+  /**
+   * One old (store, partition) to read; {@code listedFiles}: the files of its folder (names
+   * relative to it, {@code SSTs/<name>} for RocksDB's SST files), from the driver's listing, or
+   * null where the task lists them itself.
+   */
+  private record SourceTask(int slot, int partition, java.util.Map<String, ListedFile> listedFiles)
+      implements Serializable {}
 
   private final String liveStateRoot;
   private final String stagingRoot;
@@ -326,7 +332,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       List<SourceTask> sources = new ArrayList<>();
       for (StoreSpec store : stores) {
         for (int p = 0; p < oldPartitions; p++) {
-          sources.add(new SourceTask(store.slot(), p));
+          sources.add(new SourceTask(store.slot(), p, null));
         }
       }
       int targets = stores.size() * newPartitions;
@@ -419,7 +425,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   /** What {@link FileExchange#split} hands the exchange's own split of one old partition. */
-  private SplitTask splitTask(StoreSpec spec, int partition, String source, TaskTimer timer) {
+  private SplitTask splitTask(SourceTask task, String source, TaskTimer timer) {
+    StoreSpec spec = stores.get(task.slot());
+    int partition = task.partition();
     return new SplitTask(
         spec,
         partition,
@@ -430,7 +438,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         newPartitions,
         exchangeDir(),
         hadoopConf(),
-        timer);
+        timer,
+        task.listedFiles());
   }
 
   /**
@@ -488,12 +497,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // store: a task per old partition, which Spark balances and shows as progress.
     int cores = Math.max(1, jsc.defaultParallelism());
     int readTasks = stores.size() == 1 ? oldPartitions : Math.min(oldPartitions, cores);
+    java.util.Map<String, java.util.Map<String, ListedFile>> listing = listOldState();
     List<List<SourceTask>> sources = new ArrayList<>();
     for (int t = 0; t < readTasks; t++) {
       List<SourceTask> share = new ArrayList<>();
       for (int p = t; p < oldPartitions; p += readTasks) {
         for (StoreSpec store : stores) {
-          share.add(new SourceTask(store.slot(), p));
+          share.add(new SourceTask(store.slot(), p, listedFiles(listing, store.dir(p))));
         }
       }
       sources.add(share);
@@ -559,6 +569,66 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             .collect();
     return new Outcome(
         List.copyOf(read), List.copyOf(written), List.copyOf(placementNotes.value()));
+  }
+
+  /**
+   * The old state's files, by the folder that holds them (relative to the checkpoint), from one
+   * flat listing per operator where the store lists a whole prefix at a request per 1,000 files
+   * (S3), so that the read tasks list nothing and open each file with no request before its read;
+   * null elsewhere, where a listing per folder costs the same and each task lists its own. The
+   * state is the stopped query's, which nothing changes while the job runs.
+   */
+  private java.util.Map<String, java.util.Map<String, ListedFile>> listOldState() {
+    Path root = new Path(checkpointRoot());
+    try {
+      org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(hadoopConf());
+      if (!"s3a".equals(fs.getScheme())) {
+        return null;
+      }
+      String rootPrefix = fs.makeQualified(root).toUri().getPath();
+      java.util.Map<String, java.util.Map<String, ListedFile>> out = new java.util.HashMap<>();
+      for (long operator : stores.stream().mapToLong(StoreSpec::operatorId).distinct().toArray()) {
+        org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> walk;
+        try {
+          walk = fs.listFiles(new Path(root, "state/" + operator), true);
+        } catch (java.io.FileNotFoundException absent) {
+          continue;
+        }
+        while (walk.hasNext()) {
+          org.apache.hadoop.fs.LocatedFileStatus file = walk.next();
+          String parent = file.getPath().getParent().toUri().getPath();
+          if (!parent.startsWith(rootPrefix + "/")) {
+            return null; // not below the root as named: the tasks list their own
+          }
+          out.computeIfAbsent(
+                  parent.substring(rootPrefix.length() + 1), k -> new java.util.HashMap<>())
+              .put(file.getPath().getName(), ListedFile.of(file));
+        }
+      }
+      return out;
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot list the state of " + root + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The files of the partition folder {@code dir} in {@code listing}, with those of its {@code
+   * SSTs} and {@code logs} folders (RocksDB) as {@code SSTs/<name>} and {@code logs/<name>}; null
+   * without a listing.
+   */
+  private static java.util.Map<String, ListedFile> listedFiles(
+      java.util.Map<String, java.util.Map<String, ListedFile>> listing, String dir) {
+    if (listing == null) {
+      return null;
+    }
+    java.util.Map<String, ListedFile> files =
+        new java.util.HashMap<>(listing.getOrDefault(dir, java.util.Map.of()));
+    for (String sub : List.of("SSTs", "logs")) {
+      listing
+          .getOrDefault(dir + "/" + sub, java.util.Map.of())
+          .forEach((name, file) -> files.put(sub + "/" + name, file));
+    }
+    return files;
   }
 
   /** First in every task of the job. */
@@ -686,7 +756,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       StoreSpec spec = stores.get(task.slot());
       TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
       String source = versionFiles(spec, task.partition());
-      SplitTask split = splitTask(spec, task.partition(), source, timer);
+      SplitTask split = splitTask(task, source, timer);
       scala.Option<String> checkpointId =
           StateStores.checkpointId(readCheckpointIds, spec, task.partition());
       try {
@@ -810,8 +880,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     ReadOutcome split(SourceTask task, RocksDbTaskScope scope) {
       StoreSpec spec = stores.get(task.slot());
       TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
-      SplitTask split =
-          splitTask(spec, task.partition(), versionFiles(spec, task.partition()), timer);
+      SplitTask split = splitTask(task, versionFiles(spec, task.partition()), timer);
       try {
         return HdfsFileExchange.split(
             split,
@@ -863,7 +932,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
       try {
         return HdfsFileExchange.split(
-            splitTask(spec, task.partition(), versionFiles(spec, task.partition()), timer),
+            splitTask(task, versionFiles(spec, task.partition()), timer),
             new Path(new Path(liveStateRoot).getParent(), spec.dir(task.partition())),
             readVersion,
             compressionCodec,
