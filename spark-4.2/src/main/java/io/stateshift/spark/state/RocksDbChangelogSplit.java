@@ -54,8 +54,12 @@ final class RocksDbChangelogSplit {
     try {
       FileSystem fs = dir.getFileSystem(task.hadoopConf());
       Map<String, FileStatus> files = new HashMap<>();
-      for (FileStatus status : fs.listStatus(dir)) {
-        files.put(status.getPath().getName(), status);
+      if (task.listedFiles() != null) { // the driver's listing: no request per file
+        task.listedFiles().forEach((name, f) -> files.put(name, f.status(fs, new Path(dir, name))));
+      } else {
+        for (FileStatus status : fs.listStatus(dir)) {
+          files.put(status.getPath().getName(), status);
+        }
       }
       long snapshot = 0;
       for (long v = version; v > 0 && snapshot == 0; v--) {
@@ -83,7 +87,13 @@ final class RocksDbChangelogSplit {
       if (snapshot > 0) {
         RocksDbSnapshotReader reader =
             RocksDbSnapshotReader.open(
-                scope, store, snapshot, ScalaBridge.none(), task.hadoopConf(), timer);
+                scope,
+                store,
+                snapshot,
+                ScalaBridge.none(),
+                task.hadoopConf(),
+                timer,
+                task.listedFiles());
         if (reader == null) {
           staging.abandon(); // column families: the provider's load knows their prefixes
           return null;

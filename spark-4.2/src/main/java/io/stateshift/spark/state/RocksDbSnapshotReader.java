@@ -3,9 +3,12 @@ package io.stateshift.spark.state;
 import io.stateshift.config.StateShiftConf;
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
@@ -23,9 +26,9 @@ import org.rocksdb.RocksDBException;
  * <p>Spark's provider loads a version read-write: it opens a fresh native instance (a new manifest,
  * write-ahead log and options file, each synced), and closing it deletes them again. For a store
  * read once and thrown away that is most of its time when the store is small (a join's four stores
- * per partition). Here Spark's own file manager downloads the snapshot (its zip and SST files, by
- * Spark's names and checks) and RocksDB opens it read-only with Spark's options: nothing is
- * written, nothing is synced.
+ * per partition). Here the snapshot (its zip and SST files) is fetched from the driver's listing or
+ * linked on a local disk ({@link #fetched}), or else downloaded by Spark's own file manager, and
+ * RocksDB opens it read-only with Spark's options: nothing is written, nothing is synced.
  *
  * <p>Only a version that has its own snapshot is read this way; one that must be rebuilt from an
  * older snapshot and changelogs, or one with column families, goes through the provider ({@link
@@ -57,10 +60,14 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       long version,
       scala.Option<String> checkpointId,
       Configuration hadoopConf,
-      TaskTimer timer) {
+      TaskTimer timer,
+      Map<String, ListedFile> listed) {
     Path zip = zipOf(store, version, checkpointId);
     try {
-      if (version <= 0 || !zip.getFileSystem(hadoopConf).exists(zip)) {
+      if (version <= 0
+          || !(listed != null
+              ? listed.containsKey(zip.getName())
+              : zip.getFileSystem(hadoopConf).exists(zip))) {
         return null;
       }
     } catch (IOException e) {
@@ -69,7 +76,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     File dir = scope.newLocalDir("snapshot");
     try {
       RocksDBCheckpointMetadata metadata =
-          fetch(scope, store, version, checkpointId, dir, hadoopConf);
+          fetch(scope, store, version, checkpointId, dir, hadoopConf, listed);
       timer.lap("download");
       if (metadata.columnFamilyMapping().isDefined()
           && metadata.columnFamilyMapping().get().nonEmpty()) {
@@ -105,7 +112,8 @@ final class RocksDbSnapshotReader implements AutoCloseable {
   /**
    * Puts the files of {@code version} of {@code store} (a version with its own snapshot) into the
    * empty local folder {@code dir}: hard-linked on a local checkpoint ({@link #linkedOnLocalDisk}),
-   * else downloaded by Spark's file manager. Returns Spark's metadata of the version.
+   * else fetched from the driver's listing {@code listed} (nullable) or downloaded by Spark's file
+   * manager. Returns Spark's metadata of the version.
    */
   static RocksDBCheckpointMetadata fetch(
       RocksDbTaskScope scope,
@@ -113,10 +121,11 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       long version,
       scala.Option<String> checkpointId,
       File dir,
-      Configuration hadoopConf) {
+      Configuration hadoopConf,
+      Map<String, ListedFile> listed) {
     Path zip = zipOf(store, version, checkpointId);
     RocksDBCheckpointMetadata metadata =
-        scope.conf().fileChecksumEnabled() ? null : linkedOnLocalDisk(zip, store, dir, hadoopConf);
+        scope.conf().fileChecksumEnabled() ? null : fetched(zip, store, dir, hadoopConf, listed);
     if (metadata == null) {
       RocksDBFileManager files = scope.fileManager(store, hadoopConf);
       try {
@@ -130,20 +139,34 @@ final class RocksDbSnapshotReader implements AutoCloseable {
   }
 
   /**
-   * On a local checkpoint: the zip unpacked into {@code dir} and each SST file hard-linked there
-   * under its local name, where Spark's file manager copies every file and writes a checksum file
-   * beside each copy. A link allocates no new file: on this kind of disk, a new file's inode search
-   * is much of the cost of a small store. Null (and {@code dir} emptied) when the checkpoint is not
-   * on the local file system or the version also has archived log files: then Spark's file manager
-   * does the download.
+   * The zip unpacked into {@code dir} and each SST file placed there under its local name, without
+   * Spark's file manager. On a local checkpoint each SST file is hard-linked, where Spark's file
+   * manager copies every file and writes a checksum file beside each copy: a link allocates no new
+   * file, and on this kind of disk a new file's inode search is much of the cost of a small store.
+   * Elsewhere, given the driver's listing ({@code listed}), each file is fetched with one read (its
+   * length and etag known, {@link ListedFile}), where Spark's file manager asks for the zip's
+   * existence and each file's status first. Each SST file's length is checked against the one the
+   * version's metadata records. Null (and {@code dir} emptied) without a listing on another file
+   * system, when the version also has archived log files, or when the listing lacks one of its
+   * files: then Spark's file manager does the download and reports what is missing.
    */
-  private static RocksDBCheckpointMetadata linkedOnLocalDisk(
-      Path zip, StateStoreId store, File dir, Configuration hadoopConf) {
+  private static RocksDBCheckpointMetadata fetched(
+      Path zip,
+      StateStoreId store,
+      File dir,
+      Configuration hadoopConf,
+      Map<String, ListedFile> listed) {
     try {
-      if (!(zip.getFileSystem(hadoopConf) instanceof LocalFileSystem local)) {
+      FileSystem fs = zip.getFileSystem(hadoopConf);
+      LocalFileSystem local = fs instanceof LocalFileSystem l ? l : null;
+      if (local != null) {
+        org.apache.spark.util.Utils.unzipFilesFromFile(local, zip, dir);
+      } else if (listed != null && listed.containsKey(zip.getName())) {
+        org.apache.spark.util.Utils.unzipFilesFromInputStream(
+            WholeFileReads.open(fs, listed.get(zip.getName()).status(fs, zip)), dir);
+      } else {
         return null;
       }
-      org.apache.spark.util.Utils.unzipFilesFromFile(local, zip, dir);
       File metadataFile = new File(dir, "metadata");
       RocksDBCheckpointMetadata metadata =
           RocksDBCheckpointMetadata$.MODULE$.readFromFile(metadataFile);
@@ -153,9 +176,20 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       }
       Path ssts = new Path(store.storeCheckpointLocation(), "SSTs");
       for (RocksDBSstFile sst : ScalaBridge.javaList(metadata.sstFiles())) {
-        java.nio.file.Path source = local.pathToFile(new Path(ssts, sst.dfsSstFileName())).toPath();
+        Path source = new Path(ssts, sst.dfsSstFileName());
         java.nio.file.Path target = new File(dir, sst.localFileName()).toPath();
-        RocksDbTaskScope.linkOrCopy(source, target);
+        if (local != null) {
+          RocksDbTaskScope.linkOrCopy(local.pathToFile(source).toPath(), target);
+        } else {
+          ListedFile file = listed.get("SSTs/" + sst.dfsSstFileName());
+          if (file == null) {
+            emptyFolder(dir);
+            return null;
+          }
+          try (InputStream in = WholeFileReads.open(fs, file.status(fs, source))) {
+            Files.copy(in, target);
+          }
+        }
         if (Files.size(target) != sst.sizeBytes()) {
           throw new IllegalStateException(
               "The state file "

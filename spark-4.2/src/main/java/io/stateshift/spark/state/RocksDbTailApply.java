@@ -49,7 +49,7 @@ final class RocksDbTailApply {
         // the prepared SST files are linked on a local checkpoint: RocksDB never rewrites one
         metadata =
             RocksDbSnapshotReader.fetch(
-                scope, prepared, preparedVersion, ScalaBridge.none(), dir, hadoopConf);
+                scope, prepared, preparedVersion, ScalaBridge.none(), dir, hadoopConf, null);
       } catch (RuntimeException e) {
         throw new PreparedManifest.Rejected(
             "the prepared version "

@@ -769,7 +769,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                   readVersion,
                   checkpointId,
                   hadoopConf(),
-                  timer)) {
+                  timer,
+                  split.listedFiles())) {
             if (snapshot != null) {
               timer.lap("open-read-only");
               String zip =

@@ -88,7 +88,13 @@ class RocksDbDirectPathsTest {
       StateStoreId store = new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName());
       try (RocksDbSnapshotReader snapshot =
           RocksDbSnapshotReader.open(
-              scope, store, version, scala.Option.empty(), hadoopConf, new TaskTimer("test"))) {
+              scope,
+              store,
+              version,
+              scala.Option.empty(),
+              hadoopConf,
+              new TaskTimer("test"),
+              null)) {
         assertThat(snapshot).as("a version with its own zip is read directly").isNotNull();
         ours = entries(snapshot.db());
       }
@@ -99,7 +105,8 @@ class RocksDbDirectPathsTest {
                   version + 1,
                   scala.Option.empty(),
                   hadoopConf,
-                  new TaskTimer("test")))
+                  new TaskTimer("test"),
+                  null))
           .as("no snapshot of that version: the provider's")
           .isNull();
     }
@@ -135,7 +142,8 @@ class RocksDbDirectPathsTest {
                       version,
                       scala.Option.empty(),
                       hadoopConf,
-                      new TaskTimer("test")))
+                      new TaskTimer("test"),
+                      null))
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining(victim.getFileName().toString())
           .hasMessageContaining((bytes.length - 1) + " bytes");
