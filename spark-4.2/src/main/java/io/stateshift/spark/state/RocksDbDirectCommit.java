@@ -3,12 +3,21 @@ package io.stateshift.spark.state;
 import io.stateshift.config.StateShiftConf;
 import java.io.File;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipOutputStream;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
+import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
+import org.apache.spark.sql.execution.streaming.state.RocksDBImmutableFile;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSnapshotFile;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
@@ -129,6 +138,12 @@ final class RocksDbDirectCommit {
     try {
       scala.collection.Map<String, RocksDBSnapshotFile> mapping =
           new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
+      Path storeDir = store.storeCheckpointLocation();
+      FileSystem fs = storeDir.getFileSystem(hadoopConf);
+      if ("s3a".equals(fs.getScheme()) && !scope.conf().fileChecksumEnabled()) {
+        uploadWithOnePutAFile(fs, storeDir, files, dir, version, rows, mapping, scope);
+        return;
+      }
       files.saveCheckpointToDfs(
           dir,
           version,
@@ -139,8 +154,89 @@ final class RocksDbDirectCommit {
           scala.Option.apply((Object) (short) 0),
           ScalaBridge.none(),
           scope.conf().verifyNonEmptyFilesInZip());
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "Cannot upload version " + version + " of " + store + ": " + e.getMessage(), e);
     } finally {
       files.close();
+    }
+  }
+
+  /**
+   * What Spark's {@code saveCheckpointToDfs} writes for a version none of whose files were uploaded
+   * before, on S3 with one PUT a file: each SST (and archived log) file under the name Spark's file
+   * mapping gives it, then {@code <version>.zip} holding the other files and Spark's metadata
+   * (written by Spark's own class). Spark's file manager probes each name before its PUT, and
+   * writes the zip through a stream that S3A probes first too. The names are the attempt's own
+   * (staged state, new unique SST names), so a retried task only replaces what an earlier attempt
+   * of it wrote, and the zip is written last: a version's zip never names a file not yet uploaded.
+   */
+  private static void uploadWithOnePutAFile(
+      FileSystem fs,
+      Path storeDir,
+      RocksDBFileManager files,
+      File dir,
+      long version,
+      long rows,
+      scala.collection.Map<String, RocksDBSnapshotFile> mapping,
+      RocksDbTaskScope scope)
+      throws IOException {
+    scala.Tuple2<scala.collection.immutable.Seq<File>, scala.collection.immutable.Seq<File>> local =
+        files.listRocksDBFiles(dir);
+    List<RocksDBImmutableFile> uploaded = new ArrayList<>();
+    for (File file : ScalaBridge.javaList(local._1())) {
+      scala.Option<RocksDBSnapshotFile> mapped = mapping.get(file.getName());
+      if (mapped.isEmpty() || mapped.get().isUploaded()) {
+        throw new IllegalStateException(
+            "The new RocksDB version in " + dir + " has no new upload name for " + file);
+      }
+      RocksDBImmutableFile immutable = mapped.get().immutableFile();
+      String sub = immutable.dfsFileName().endsWith(".sst") ? "SSTs" : "logs";
+      Path target = new Path(new Path(storeDir, sub), immutable.dfsFileName());
+      long copied;
+      try (OutputStream out = HdfsFileExchange.SnapshotWriter.create(fs, target)) {
+        copied = Files.copy(file.toPath(), out);
+      }
+      if (copied != immutable.sizeBytes()) {
+        throw new IllegalStateException(
+            "Uploaded "
+                + copied
+                + " bytes of "
+                + file
+                + " to "
+                + target
+                + ", expected "
+                + immutable.sizeBytes());
+      }
+      uploaded.add(immutable);
+    }
+    RocksDBCheckpointMetadata metadata =
+        RocksDBCheckpointMetadata$.MODULE$.apply(
+            ScalaBridge.seq(uploaded),
+            rows,
+            0L,
+            scala.Option.apply(ScalaBridge.<String, Object>emptyMap()),
+            scala.Option.apply(ScalaBridge.<String, Object>emptyMap()),
+            scala.Option.apply((Object) (short) 0));
+    File metadataFile = new File(dir, "metadata");
+    metadata.writeToFile(metadataFile);
+    List<File> zipped = new ArrayList<>(ScalaBridge.javaList(local._2()));
+    zipped.add(metadataFile);
+    boolean verifyNonEmpty = scope.conf().verifyNonEmptyFilesInZip();
+    for (File file : zipped) {
+      if (verifyNonEmpty && !file.getName().endsWith(".log") && file.length() == 0) {
+        throw new IllegalStateException(
+            "The file " + file.getName() + " for " + version + ".zip in " + storeDir + " is empty");
+      }
+    }
+    Path zip = new Path(storeDir, version + ".zip");
+    try (ZipOutputStream out =
+        new ZipOutputStream(HdfsFileExchange.SnapshotWriter.create(fs, zip))) {
+      for (File file : zipped) {
+        out.putNextEntry(new ZipEntry(file.getName()));
+        Files.copy(file.toPath(), out);
+        out.closeEntry();
+      }
     }
   }
 }
