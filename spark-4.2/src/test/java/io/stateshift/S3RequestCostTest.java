@@ -34,10 +34,10 @@ import org.junit.jupiter.params.provider.EnumSource;
 class S3RequestCostTest {
   /**
    * Requests per state file of the checkpoint, and a constant for its logs and the protocol.
-   * Measured: about 6 per file on the HDFS-backed store, 8 on RocksDB; the rest are the read tasks'
-   * listings and opens and Spark's RocksDB upload (docs/object-stores-and-clusters.md).
+   * Measured: about 4.5 per file on the HDFS-backed store, 5.2 on RocksDB; most of the rest are the
+   * moves, a copy and a delete a file (docs/object-stores-and-clusters.md).
    */
-  private static final int PER_STATE_FILE = 10;
+  private static final int PER_STATE_FILE = 6;
 
   private static final int CONSTANT = 300;
 
