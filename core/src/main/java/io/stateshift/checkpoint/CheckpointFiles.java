@@ -155,21 +155,21 @@ public final class CheckpointFiles {
   }
 
   /**
-   * The files below a folder with their sizes, by the folder that holds them (relative to the
-   * checkpoint root, as {@link #relativize} gives it), from one flat listing, where a store lists a
-   * whole prefix at a request per 1,000 files (S3); null elsewhere, where a listing per folder
-   * costs the same.
+   * The files below a folder with their statuses (sizes, and etags where the store gives them), by
+   * name, by the folder that holds them (relative to the checkpoint root, as {@link #relativize}
+   * gives it), from one flat listing, where a store lists a whole prefix at a request per 1,000
+   * files (S3); null elsewhere, where a listing per folder costs the same.
    */
-  public Map<String, Map<String, Long>> filesBelow(Path dir) {
+  public Map<String, Map<String, FileStatus>> filesBelow(Path dir) {
     if (!flatNamespace()) {
       return null;
     }
-    Map<String, Map<String, Long>> out = new HashMap<>();
+    Map<String, Map<String, FileStatus>> out = new HashMap<>();
     flatListing(
         dir,
         file ->
             out.computeIfAbsent(relativize(file.getPath().getParent()), k -> new HashMap<>())
-                .put(file.getPath().getName(), file.getLen()));
+                .put(file.getPath().getName(), file));
     return out;
   }
 

@@ -379,7 +379,7 @@ final class LayoutReader {
               RESTORE);
         }
       }
-      Map<String, Map<String, Long>> below = files.filesBelow(files.path("state/" + op.id()));
+      Map<String, Map<String, FileStatus>> below = files.filesBelow(files.path("state/" + op.id()));
       List<int[]> folders = new ArrayList<>(); // store index, partition
       for (int s = 0; s < op.stores().size(); s++) {
         for (int p = 0; p < partitions; p++) {
@@ -444,9 +444,11 @@ final class LayoutReader {
 
   /** {@code below}: the listing of the whole operator folder, where one was made, or null. */
   private static Map<String, Long> fileSizes(
-      CheckpointFiles files, Map<String, Map<String, Long>> below, String dir) {
+      CheckpointFiles files, Map<String, Map<String, FileStatus>> below, String dir) {
     if (below != null) {
-      return below.getOrDefault(dir, Map.of());
+      Map<String, Long> sizes = new HashMap<>();
+      below.getOrDefault(dir, Map.of()).forEach((name, file) -> sizes.put(name, file.getLen()));
+      return sizes;
     }
     Map<String, Long> sizes = new HashMap<>();
     for (FileStatus file : files.list(files.path(dir))) {
@@ -522,7 +524,7 @@ final class LayoutReader {
    */
   private static void checkRocksDbFilesById(
       CheckpointFiles files,
-      Map<String, Map<String, Long>> below,
+      Map<String, Map<String, FileStatus>> below,
       String dir,
       Map<String, Long> sizes,
       long version,
@@ -552,7 +554,7 @@ final class LayoutReader {
 
   private static void checkRocksDbFiles(
       CheckpointFiles files,
-      Map<String, Map<String, Long>> below,
+      Map<String, Map<String, FileStatus>> below,
       String dir,
       Map<String, Long> sizes,
       long version,
@@ -567,11 +569,15 @@ final class LayoutReader {
   /** Every SST and log file a RocksDB version zip names is there, with the size it records. */
   private static void checkZipFiles(
       CheckpointFiles files,
-      Map<String, Map<String, Long>> below,
+      Map<String, Map<String, FileStatus>> below,
       String dir,
       String zip,
       Tally listed) {
-    JsonNode metadata = rocksDbZipMetadata(files, dir + "/" + zip);
+    JsonNode metadata =
+        rocksDbZipMetadata(
+            files,
+            dir + "/" + zip,
+            below == null ? null : below.getOrDefault(dir, Map.of()).get(zip));
     Map<String, Map<String, Long>> listings = new HashMap<>();
     for (String[] kind :
         new String[][] {
@@ -633,9 +639,16 @@ final class LayoutReader {
   }
 
   /** The checkpoint metadata inside a RocksDB version zip: "v1", then JSON naming its files. */
-  private static JsonNode rocksDbZipMetadata(CheckpointFiles files, String zip) {
+  /**
+   * {@code listed}: the zip's status from a listing (no request for it before the read), or null.
+   */
+  private static JsonNode rocksDbZipMetadata(CheckpointFiles files, String zip, FileStatus listed) {
     String problem;
-    try (ZipInputStream in = new ZipInputStream(files.fs().open(files.path(zip)))) {
+    try (ZipInputStream in =
+        new ZipInputStream(
+            listed != null
+                ? WholeFileReads.open(files.fs(), listed)
+                : files.fs().open(files.path(zip)))) {
       problem = "it has no 'metadata' entry";
       for (ZipEntry entry; (entry = in.getNextEntry()) != null; ) {
         if (!entry.getName().equals("metadata")) {
