@@ -10,6 +10,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +24,8 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A repartition that starts from a layout prepared earlier ({@code prepare}, possibly while the
@@ -87,10 +89,27 @@ class PreparedRepartitionTest {
     finishAndCompare(run, checkpoint, sink);
   }
 
+  /**
+   * Both stores under {@code -Pextended}; by default the store-specific cases take turns:
+   * HDFS-backed here, RocksDB with changelog checkpointing in the damaged-file case (its zip
+   * digest).
+   */
+  static Stream<Arguments> stores(int inDefault) {
+    return TestSets.subset(
+        List.of(Arguments.of(StateStores.HDFS), Arguments.of(StateStores.ROCKSDB_CHANGELOG)),
+        i -> i == inDefault);
+  }
+
+  static Stream<Arguments> movedForwardStores() {
+    return stores(0);
+  }
+
+  static Stream<Arguments> damagedFileStores() {
+    return stores(1);
+  }
+
   @ParameterizedTest(name = "{0}")
-  @EnumSource(
-      value = StateStores.class,
-      names = {"HDFS", "ROCKSDB_CHANGELOG"})
+  @MethodSource("movedForwardStores")
   void preparedWhileStoppedThenMovedForwardIsUsed(StateStores store) throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
@@ -148,9 +167,7 @@ class PreparedRepartitionTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @EnumSource(
-      value = StateStores.class,
-      names = {"HDFS", "ROCKSDB_CHANGELOG"})
+  @MethodSource("damagedFileStores")
   void damagedPreparedFileFallsBackAndCancelRemovesTheLayout(StateStores store) throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
