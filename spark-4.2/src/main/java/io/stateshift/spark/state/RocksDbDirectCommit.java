@@ -12,6 +12,7 @@ import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
@@ -140,8 +141,9 @@ final class RocksDbDirectCommit {
           new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
       Path storeDir = store.storeCheckpointLocation();
       FileSystem fs = storeDir.getFileSystem(hadoopConf);
-      if ("s3a".equals(fs.getScheme()) && !scope.conf().fileChecksumEnabled()) {
-        uploadWithOnePutAFile(fs, storeDir, files, dir, version, rows, mapping, scope);
+      if (("s3a".equals(fs.getScheme()) || fs instanceof LocalFileSystem)
+          && !scope.conf().fileChecksumEnabled()) {
+        uploadDirectly(fs, storeDir, files, dir, version, rows, mapping, scope);
         return;
       }
       files.saveCheckpointToDfs(
@@ -164,14 +166,18 @@ final class RocksDbDirectCommit {
 
   /**
    * What Spark's {@code saveCheckpointToDfs} writes for a version none of whose files were uploaded
-   * before, on S3 with one PUT a file: each SST (and archived log) file under the name Spark's file
-   * mapping gives it, then {@code <version>.zip} holding the other files and Spark's metadata
-   * (written by Spark's own class). Spark's file manager probes each name before its PUT, and
-   * writes the zip through a stream that S3A probes first too. The names are the attempt's own
-   * (staged state, new unique SST names), so a retried task only replaces what an earlier attempt
-   * of it wrote, and the zip is written last: a version's zip never names a file not yet uploaded.
+   * before: each SST (and archived log) file under the name Spark's file mapping gives it, then
+   * {@code <version>.zip} holding the other files and Spark's metadata (written by Spark's own
+   * class). On S3 each file is one PUT, where Spark's file manager probes each name before its PUT
+   * and writes the zip through a stream that S3A probes first too. On a local checkpoint each SST
+   * file is hard-linked (RocksDB never rewrites one), where Spark's file manager writes a copy and
+   * a checksum file under a temporary name and renames both: a link allocates no new file, and a
+   * new file's inode search is much of a small store's cost on this kind of disk (a copy where the
+   * link cannot be made, another device). The names are the attempt's own (staged state, new unique
+   * SST names), so a retried task only replaces what an earlier attempt of it wrote, and the zip is
+   * written last: a version's zip never names a file not yet uploaded.
    */
-  private static void uploadWithOnePutAFile(
+  private static void uploadDirectly(
       FileSystem fs,
       Path storeDir,
       RocksDBFileManager files,
@@ -194,8 +200,12 @@ final class RocksDbDirectCommit {
       String sub = immutable.dfsFileName().endsWith(".sst") ? "SSTs" : "logs";
       Path target = new Path(new Path(storeDir, sub), immutable.dfsFileName());
       long copied;
-      try (OutputStream out = HdfsFileExchange.SnapshotWriter.create(fs, target)) {
-        copied = Files.copy(file.toPath(), out);
+      if (fs instanceof LocalFileSystem localFs) {
+        copied = linkOrCopy(file, localFs.pathToFile(target));
+      } else {
+        try (OutputStream out = HdfsFileExchange.SnapshotWriter.create(fs, target)) {
+          copied = Files.copy(file.toPath(), out);
+        }
       }
       if (copied != immutable.sizeBytes()) {
         throw new IllegalStateException(
@@ -238,5 +248,18 @@ final class RocksDbDirectCommit {
         out.closeEntry();
       }
     }
+  }
+
+  /** Links {@code target} to {@code file} (a copy across devices); returns the bytes it holds. */
+  private static long linkOrCopy(File file, File target) throws IOException {
+    java.nio.file.Path to = target.toPath();
+    Files.createDirectories(to.getParent());
+    Files.deleteIfExists(to); // what an earlier attempt of this task left
+    try {
+      Files.createLink(to, file.toPath());
+    } catch (IOException | UnsupportedOperationException e) {
+      Files.copy(file.toPath(), to);
+    }
+    return Files.size(to);
   }
 }
