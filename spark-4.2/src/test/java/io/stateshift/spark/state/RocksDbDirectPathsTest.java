@@ -86,27 +86,11 @@ class RocksDbDirectPathsTest {
     Map<String, String> ours;
     try (RocksDbTaskScope scope = RocksDbTaskScope.open(liveRoot, spec, storeConf, hadoopConf)) {
       StateStoreId store = new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName());
-      try (RocksDbSnapshotReader snapshot =
-          RocksDbSnapshotReader.open(
-              scope,
-              store,
-              version,
-              scala.Option.empty(),
-              hadoopConf,
-              new TaskTimer("test"),
-              null)) {
+      try (RocksDbSnapshotReader snapshot = openDirectly(scope, store, version)) {
         assertThat(snapshot).as("a version with its own zip is read directly").isNotNull();
         ours = entries(snapshot.db());
       }
-      assertThat(
-              RocksDbSnapshotReader.open(
-                  scope,
-                  store,
-                  version + 1,
-                  scala.Option.empty(),
-                  hadoopConf,
-                  new TaskTimer("test"),
-                  null))
+      assertThat(openDirectly(scope, store, version + 1))
           .as("no snapshot of that version: the provider's")
           .isNull();
     }
@@ -134,16 +118,7 @@ class RocksDbDirectPathsTest {
     Files.write(victim, java.util.Arrays.copyOf(bytes, bytes.length - 1));
     try (RocksDbTaskScope scope = RocksDbTaskScope.open(liveRoot, spec, storeConf, hadoopConf)) {
       StateStoreId store = new StateStoreId(liveRoot, spec.operatorId(), 0, spec.storeName());
-      org.assertj.core.api.Assertions.assertThatThrownBy(
-              () ->
-                  RocksDbSnapshotReader.open(
-                      scope,
-                      store,
-                      version,
-                      scala.Option.empty(),
-                      hadoopConf,
-                      new TaskTimer("test"),
-                      null))
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> openDirectly(scope, store, version))
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining(victim.getFileName().toString())
           .hasMessageContaining((bytes.length - 1) + " bytes");
@@ -184,6 +159,12 @@ class RocksDbDirectPathsTest {
       assertThat(metadata(direct, partition)).isEqualTo(metadata(viaSpark, partition));
     }
     assertThat(metadata(direct, 0)).contains("\"numKeys\":" + source.size());
+  }
+
+  /** A version read by {@link RocksDbSnapshotReader}, without a driver's listing. */
+  private RocksDbSnapshotReader openDirectly(RocksDbTaskScope scope, StateStoreId store, long v) {
+    return RocksDbSnapshotReader.open(
+        scope, store, v, scala.Option.empty(), hadoopConf, new TaskTimer("test"), null);
   }
 
   private Map<String, String> readThroughSpark(String stateRoot, long v) {
