@@ -208,13 +208,26 @@ final class Workload {
    */
   static Path writeTail(SparkSession spark, Path input, long keys, double share) {
     long events = Math.max(1, Math.round(keys * share));
-    long devices = keys / 2;
-    Path tmp = input.resolveSibling(input.getFileName() + "-tail-tmp");
     Path file = input.resolve("events-tail-" + java.util.UUID.randomUUID() + ".parquet");
+    writeEvents(spark, file, keys, 0, events);
+    return file;
+  }
+
+  /**
+   * Writes the events with the ids {@code start} to {@code end - 1} as one parquet file {@code
+   * file}, by the input's formula: any id falls on an existing (window, device) key and an event
+   * time within the input's 10 minutes, so they update the state of a query that read the whole
+   * input and move no watermark.
+   */
+  static void writeEvents(SparkSession spark, Path file, long keys, long start, long end) {
+    long devices = keys / 2;
+    // beside the folder, not in it: a query may be reading the folder
+    Path dir = file.getParent();
+    Path tmp = dir.resolveSibling(dir.getFileName() + "-tail-tmp");
     try {
       Dirs.delete(tmp);
       spark
-          .range(0, events, 1, 1)
+          .range(start, end, 1, 1)
           .selectExpr(
               "concat('e', id % " + keys + ") AS eventId",
               "concat('device-', id % " + devices + ") AS device",
@@ -233,7 +246,6 @@ final class Workload {
         Files.move(part, file);
       }
       Dirs.delete(tmp);
-      return file;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
