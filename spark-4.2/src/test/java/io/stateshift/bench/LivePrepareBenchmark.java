@@ -1,5 +1,7 @@
 package io.stateshift.bench;
 
+import static io.stateshift.bench.BenchOutput.log;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.CheckpointReport;
@@ -276,10 +278,16 @@ public final class LivePrepareBenchmark {
     environment.put("java", System.getProperty("java.version"));
     environment.put("spark", spark.version());
     environment.put("maxHeapBytes", Runtime.getRuntime().maxMemory());
-    String commit = git("rev-parse", "--short", "HEAD").trim();
+    String commit = BenchOutput.git(projectDir, "rev-parse", "--short", "HEAD").trim();
     environment.put("gitCommit", commit.isEmpty() ? "unknown commit" : commit);
     String status =
-        git("status", "--porcelain", "--untracked-files=no", "core/src/main", "spark-4.2/src/main")
+        BenchOutput.git(
+                projectDir,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "core/src/main",
+                "spark-4.2/src/main")
             .trim();
     environment.put("gitDirty", !status.isEmpty());
   }
@@ -328,7 +336,8 @@ public final class LivePrepareBenchmark {
     Path buildLog = work.resolve("stateshift-build.log");
     if (runProcess(List.of(projectDir.resolve("stateshift").toString(), "classpath"), buildLog)[0]
         != 0) {
-      throw new IllegalStateException("./stateshift classpath failed: " + tail(buildLog));
+      throw new IllegalStateException(
+          "./stateshift classpath failed: " + BenchOutput.tail(buildLog));
     }
 
     long t = System.nanoTime();
@@ -500,7 +509,7 @@ public final class LivePrepareBenchmark {
     phase.prepare.put("wallMillis", exit[1]);
     if (exit[0] != 0) {
       throw new IllegalStateException(
-          "./stateshift prepare exited with " + exit[0] + ": " + tail(logFile));
+          "./stateshift prepare exited with " + exit[0] + ": " + BenchOutput.tail(logFile));
     }
     try {
       JsonNode json = new ObjectMapper().readTree(outFile.toFile());
@@ -863,41 +872,8 @@ public final class LivePrepareBenchmark {
     }
   }
 
-  private String git(String... args) {
-    List<String> command = new ArrayList<>(List.of("git"));
-    command.addAll(List.of(args));
-    try {
-      Process p =
-          new ProcessBuilder(command)
-              .directory(projectDir.toFile())
-              .redirectErrorStream(true)
-              .start();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      p.waitFor();
-      return p.exitValue() == 0 ? out : "";
-    } catch (IOException | InterruptedException e) {
-      return "";
-    }
-  }
-
-  private static String tail(Path file) {
-    try {
-      List<String> lines = Files.readAllLines(file);
-      return String.join("\n", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
-    } catch (IOException e) {
-      return "(no log)";
-    }
-  }
-
   private void warn(String message) {
     warnings.add(message);
     System.err.println("bench: WARNING " + message);
-  }
-
-  private static void log(String format, Object... args) {
-    Object[] all = new Object[args.length + 1];
-    all[0] = java.time.LocalTime.now();
-    System.arraycopy(args, 0, all, 1, args.length);
-    System.err.printf(Locale.ROOT, "[bench %tT] " + format + "%n", all);
   }
 }

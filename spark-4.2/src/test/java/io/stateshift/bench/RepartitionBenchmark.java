@@ -1,5 +1,7 @@
 package io.stateshift.bench;
 
+import static io.stateshift.bench.BenchOutput.log;
+
 import io.stateshift.CheckpointReport;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateChange;
@@ -223,10 +225,16 @@ public final class RepartitionBenchmark {
             + " warm run(s) per method"
             + (options.cold() ? ", cold runs as well" : ""));
     environment.put("inputFiles", options.files());
-    String commit = git("rev-parse", "--short", "HEAD").trim();
+    String commit = BenchOutput.git(projectDir, "rev-parse", "--short", "HEAD").trim();
     environment.put("gitCommit", commit.isEmpty() ? "unknown commit" : commit);
     String status =
-        git("status", "--porcelain", "--untracked-files=no", "core/src/main", "spark-4.2/src/main")
+        BenchOutput.git(
+                projectDir,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "core/src/main",
+                "spark-4.2/src/main")
             .trim();
     environment.put("gitDirty", !status.isEmpty());
     environment.put(
@@ -818,7 +826,8 @@ public final class RepartitionBenchmark {
             buildLog,
             new Results.Run())
         != 0) {
-      throw new IllegalStateException("./stateshift classpath failed: " + tail(buildLog));
+      throw new IllegalStateException(
+          "./stateshift classpath failed: " + BenchOutput.tail(buildLog));
     }
     Path copy = freshCopy(master);
     Results.Run run = new Results.Run();
@@ -837,7 +846,7 @@ public final class RepartitionBenchmark {
     int exit = runProcess(pb, logFile, run);
     if (exit != 0) {
       throw new IllegalStateException(
-          "./stateshift repartition exited with " + exit + ": " + tail(logFile));
+          "./stateshift repartition exited with " + exit + ": " + BenchOutput.tail(logFile));
     }
     String problem = check(copy, c.to, rowsBefore, run);
     if (problem != null) {
@@ -875,7 +884,7 @@ public final class RepartitionBenchmark {
             provider.providerClass());
     int exit = runProcess(pb, logFile, run);
     if (exit != 0) {
-      m.error = "exit code " + exit + ": " + tail(logFile);
+      m.error = "exit code " + exit + ": " + BenchOutput.tail(logFile);
       warn(name + ": cold built-in failed: " + m.error);
     } else {
       m.runs.add(run);
@@ -1111,32 +1120,6 @@ public final class RepartitionBenchmark {
     }
   }
 
-  private String git(String... args) {
-    List<String> command = new ArrayList<>(List.of("git"));
-    command.addAll(List.of(args));
-    try {
-      Process p =
-          new ProcessBuilder(command)
-              .directory(projectDir.toFile())
-              .redirectErrorStream(true)
-              .start();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      p.waitFor();
-      return p.exitValue() == 0 ? out : "";
-    } catch (IOException | InterruptedException e) {
-      return "";
-    }
-  }
-
-  private static String tail(Path file) {
-    try {
-      List<String> lines = Files.readAllLines(file);
-      return String.join("\n", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
-    } catch (IOException e) {
-      return "(no log)";
-    }
-  }
-
   private final java.util.Set<String> warnedOnce = new java.util.HashSet<>();
 
   /** Warns once per message text up to the first '(' (so per kind, not per case). */
@@ -1150,18 +1133,6 @@ public final class RepartitionBenchmark {
   private void warn(String message) {
     warnings.add(message);
     System.err.println("bench: WARNING " + message);
-  }
-
-  private static void log(String format, Object... args) {
-    System.err.printf(
-        Locale.ROOT, "[bench %tT] " + format + "%n", prepend(java.time.LocalTime.now(), args));
-  }
-
-  private static Object[] prepend(Object first, Object[] rest) {
-    Object[] out = new Object[rest.length + 1];
-    out[0] = first;
-    System.arraycopy(rest, 0, out, 1, rest.length);
-    return out;
   }
 
   /** A wrong stateshift result: always stops the benchmark. */
