@@ -108,12 +108,13 @@ final class RocksDbDirectCommit {
   }
 
   /**
-   * Uploads the closed RocksDB folder {@code dir} as {@code version} of {@code store} through
-   * Spark's file manager, as Spark's commit would: SST files under new unique names, the rest and
-   * Spark's metadata ({@code rows} keys, no column families) in {@code <version>.zip}.
+   * Uploads the closed RocksDB folder {@code dir} as {@code version} of {@code store} as Spark's
+   * commit would ({@link #uploadDirectly} on a local checkpoint or S3, elsewhere through Spark's
+   * file manager): SST files under new unique names, the rest and Spark's metadata ({@code rows}
+   * keys, no column families) in {@code <version>.zip}.
    *
-   * @param noSstFiles whether the folder holds no SST file (the store's folder is then created
-   *     here: Spark's upload creates it with the first SST file)
+   * @param noSstFiles whether the folder holds no SST file (where Spark's file manager uploads, the
+   *     store's folder is then created here: Spark's upload creates it with the first SST file)
    */
   static void upload(
       RocksDbTaskScope scope,
@@ -126,15 +127,6 @@ final class RocksDbDirectCommit {
     // What a RocksDB checkpoint leaves out, and Spark's zips therefore never hold.
     new File(dir, "LOCK").delete();
     new File(dir, "IDENTITY").delete();
-    if (noSstFiles) {
-      // Spark's upload creates the folder with the first SST file; an empty version has none
-      Path storeDir = store.storeCheckpointLocation();
-      try {
-        storeDir.getFileSystem(hadoopConf).mkdirs(storeDir);
-      } catch (IOException e) {
-        throw new UncheckedIOException("Cannot create " + storeDir + ": " + e.getMessage(), e);
-      }
-    }
     RocksDBFileManager files = scope.fileManager(store, hadoopConf);
     try {
       scala.collection.Map<String, RocksDBSnapshotFile> mapping =
@@ -145,6 +137,10 @@ final class RocksDbDirectCommit {
           && !scope.conf().fileChecksumEnabled()) {
         uploadDirectly(fs, storeDir, files, dir, version, rows, mapping, scope);
         return;
+      }
+      if (noSstFiles) {
+        // Spark's upload creates the folder with the first SST file; an empty version has none
+        fs.mkdirs(storeDir);
       }
       files.saveCheckpointToDfs(
           dir,
