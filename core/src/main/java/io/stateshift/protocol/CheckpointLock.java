@@ -54,7 +54,8 @@ public final class CheckpointLock implements AutoCloseable {
       long leaseMs,
       long pid,
       String hostKey,
-      long processStartMs) {
+      long processStartMs,
+      long processStartTicks) {
     /** True when this lease's holder cannot be running any more. */
     boolean holderProvenDead() {
       if (pid == ProcessIdentity.current().pid()
@@ -62,7 +63,7 @@ public final class CheckpointLock implements AutoCloseable {
           && hostKey.equals(ProcessIdentity.current().hostKey())) {
         return id != null && !HELD_HERE.contains(id);
       }
-      return ProcessIdentity.provenDead(pid, hostKey, processStartMs);
+      return ProcessIdentity.provenDead(pid, hostKey, processStartMs, processStartTicks);
     }
   }
 
@@ -127,7 +128,14 @@ public final class CheckpointLock implements AutoCloseable {
     this.text =
         json(
             new Lease(
-                id, me.owner(), purpose, options.leaseMs(), me.pid(), me.hostKey(), me.startMs()));
+                id,
+                me.owner(),
+                purpose,
+                options.leaseMs(),
+                me.pid(),
+                me.hostKey(),
+                me.startMs(),
+                me.startTicks()));
     this.renewer =
         Executors.newSingleThreadScheduledExecutor(
             r -> {

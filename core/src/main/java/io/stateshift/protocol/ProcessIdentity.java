@@ -12,8 +12,15 @@ import java.util.Optional;
  * name, the kernel's boot id and the pid namespace: a reader with the same host key sees the same
  * processes, and a holder whose pid is gone, or now belongs to a process that started at another
  * time, is dead.
+ *
+ * <p>The start is compared in the kernel's clock ticks since boot ({@code /proc/<pid>/stat}) where
+ * both sides know it: Java's start instant is that count added to the boot time in wall-clock
+ * terms, which moves when the wall clock is stepped (NTP, a virtual machine restored or migrated),
+ * and a step between the holder's record and the reader's check would otherwise make a live holder
+ * look like another process.
  */
-public record ProcessIdentity(long pid, String host, String hostKey, long startMs) {
+public record ProcessIdentity(
+    long pid, String host, String hostKey, long startMs, long startTicks) {
 
   private static final ProcessIdentity CURRENT = probe();
 
@@ -31,7 +38,7 @@ public record ProcessIdentity(long pid, String host, String hostKey, long startM
    * process is gone or is another process now. Unknown fields (an older record, a platform without
    * start times) never prove anything.
    */
-  public static boolean provenDead(long pid, String hostKey, long startMs) {
+  public static boolean provenDead(long pid, String hostKey, long startMs, long startTicks) {
     if (pid <= 0 || hostKey == null || !hostKey.equals(CURRENT.hostKey)) {
       return false;
     }
@@ -39,16 +46,53 @@ public record ProcessIdentity(long pid, String host, String hostKey, long startM
     if (process.isEmpty() || !process.get().isAlive()) {
       return true;
     }
+    long ticks = startTicksOf(pid);
+    if (startTicks > 0 && ticks > 0) {
+      return ticks != startTicks;
+    }
     long started = startOf(process.get());
     // Start times are reported in whole clock ticks (10 ms) on Linux: allow for rounding.
     return startMs > 0 && started > 0 && Math.abs(started - startMs) > 1_000;
+  }
+
+  /**
+   * True only when the holder's process is running on this host: same host key, its pid alive and
+   * started at the recorded clock tick. A lease such a holder wrote is live whatever the clocks
+   * say.
+   */
+  public static boolean provenAlive(long pid, String hostKey, long startTicks) {
+    if (pid <= 0 || startTicks <= 0 || hostKey == null || !hostKey.equals(CURRENT.hostKey)) {
+      return false;
+    }
+    Optional<ProcessHandle> process = ProcessHandle.of(pid);
+    return process.isPresent() && process.get().isAlive() && startTicksOf(pid) == startTicks;
   }
 
   private static ProcessIdentity probe() {
     ProcessHandle self = ProcessHandle.current();
     String host = hostName();
     String key = host + "|" + read("/proc/sys/kernel/random/boot_id") + "|" + pidNamespace();
-    return new ProcessIdentity(self.pid(), host, key, startOf(self));
+    return new ProcessIdentity(self.pid(), host, key, startOf(self), startTicksOf(self.pid()));
+  }
+
+  /**
+   * A process's start in clock ticks since boot (field 22 of {@code /proc/<pid>/stat}, after the
+   * command name in parentheses, which may itself hold spaces); 0 where unknown.
+   */
+  static long startTicksOf(long pid) {
+    String stat = read("/proc/" + pid + "/stat");
+    int end = stat.lastIndexOf(')');
+    if (end < 0) {
+      return 0;
+    }
+    String[] fields = stat.substring(end + 1).trim().split(" ");
+    // fields[0] is the state, field 3 of the file; the start time is field 22
+    int index = 22 - 3;
+    try {
+      return fields.length > index ? Long.parseLong(fields[index]) : 0;
+    } catch (NumberFormatException e) {
+      return 0;
+    }
   }
 
   private static long startOf(ProcessHandle process) {

@@ -54,7 +54,8 @@ public final class QueryLease {
       long leaseMs,
       long pid,
       String hostKey,
-      long processStartMs) {
+      long processStartMs,
+      long processStartTicks) {
     boolean inThisProcess() {
       ProcessIdentity me = ProcessIdentity.current();
       return pid == me.pid() && me.hostKey().equals(hostKey);
@@ -73,7 +74,8 @@ public final class QueryLease {
     /** Its holder cannot be running: its process on this host is gone or was replaced. */
     boolean holderProvenDead() {
       return !holder.inThisProcess()
-          && ProcessIdentity.provenDead(holder.pid(), holder.hostKey(), holder.processStartMs());
+          && ProcessIdentity.provenDead(
+              holder.pid(), holder.hostKey(), holder.processStartMs(), holder.processStartTicks());
     }
   }
 
@@ -158,7 +160,13 @@ public final class QueryLease {
     }
     long remaining = read.get().remainingMs(files);
     if (remaining <= 0) {
-      return Optional.empty();
+      // Expired by the clocks, unless its holder is seen running here: a wall clock stepped
+      // forward (NTP, a virtual machine restored) must not hand a live query's state to a change.
+      if (!ProcessIdentity.provenAlive(
+          holder.pid(), holder.hostKey(), holder.processStartTicks())) {
+        return Optional.empty();
+      }
+      remaining = holder.leaseMs() > 0 ? holder.leaseMs() : DEFAULT_LEASE_MS;
     }
     return Optional.of(
         "Query "
@@ -232,7 +240,8 @@ public final class QueryLease {
                   leaseMs,
                   me.pid(),
                   me.hostKey(),
-                  me.startMs())),
+                  me.startMs(),
+                  me.startTicks())),
           LeaseFiles.modeOf(files));
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);

@@ -337,6 +337,7 @@ class CheckpointLockTest {
                 leaseMs,
                 4242,
                 "elsewhere|boot|pid:[1]",
+                1L,
                 1L)));
     touch(lock, ageMs);
   }
@@ -356,6 +357,7 @@ class CheckpointLockTest {
                 600_000,
                 gone.pid(),
                 ProcessIdentity.current().hostKey(),
+                1L,
                 1L)));
   }
 

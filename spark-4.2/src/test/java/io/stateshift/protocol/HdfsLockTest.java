@@ -74,6 +74,7 @@ class HdfsLockTest {
                       600_000,
                       gone.pid(),
                       ProcessIdentity.current().hostKey(),
+                      1L,
                       1L))
               .getBytes(StandardCharsets.UTF_8));
     }
