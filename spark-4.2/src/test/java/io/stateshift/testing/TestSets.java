@@ -38,6 +38,19 @@ public final class TestSets {
   }
 
   /**
+   * For a protocol that runs the repartition's steps (whose own crash suite kills at every one):
+   * every step with every variant under {@code -Pextended}; otherwise only {@code sample}, the
+   * steps where it writes something of its own, the variants taking turns.
+   */
+  public static <V> Stream<Arguments> sampledSteps(
+      List<V> variants, List<String> steps, List<String> sample) {
+    if (!steps.containsAll(sample)) {
+      throw new IllegalArgumentException("Not a step: " + sample + " of " + steps);
+    }
+    return everyStep(variants, extended() ? steps : sample);
+  }
+
+  /**
    * All of {@code cases} under {@code -Pextended}; otherwise those {@code inDefault} keeps (by
    * index in {@code cases}).
    */
