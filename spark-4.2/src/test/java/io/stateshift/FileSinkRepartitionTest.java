@@ -15,6 +15,7 @@ import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import io.stateshift.testing.TestSets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -69,14 +70,17 @@ class FileSinkRepartitionTest {
     spark.conf().unset("spark.sql.streaming.fileSink.log.compactInterval");
   }
 
+  /** Every store with three formats; csv and text too under -Pextended. */
   static Stream<Arguments> formatsAndStores() {
-    return Stream.of(
-        Arguments.of("parquet", StateStores.HDFS),
-        Arguments.of("parquet", StateStores.ROCKSDB_CHANGELOG),
-        Arguments.of("json", StateStores.ROCKSDB),
-        Arguments.of("csv", StateStores.HDFS),
-        Arguments.of("orc", StateStores.ROCKSDB_CHANGELOG),
-        Arguments.of("text", StateStores.HDFS));
+    return TestSets.subset(
+        List.of(
+            Arguments.of("parquet", StateStores.HDFS),
+            Arguments.of("parquet", StateStores.ROCKSDB_CHANGELOG),
+            Arguments.of("json", StateStores.ROCKSDB),
+            Arguments.of("csv", StateStores.HDFS),
+            Arguments.of("orc", StateStores.ROCKSDB_CHANGELOG),
+            Arguments.of("text", StateStores.HDFS)),
+        i -> i % 2 == 0);
   }
 
   /** The command, with the sink on record (the test session's queries run the extension). */

@@ -25,6 +25,7 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -152,7 +153,9 @@ class StandaloneClusterTest {
         .containsExactlyElementsOf(oracleRows);
   }
 
+  /** Under -Pextended: the S3 case below kills an executor in a write task of the command too. */
   @Test
+  @Tag("extended")
   void anExecutorKilledInAWriteTaskIsReplacedAndTheResultStaysCorrect() throws Exception {
     String checkpoint = copyOfStartingCheckpoint("killed");
 
@@ -250,7 +253,12 @@ class StandaloneClusterTest {
     assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
   }
 
+  /**
+   * Under -Pextended: the on-demand path on the cluster (HDFS) and an executor killed on S3 (the
+   * command) are in the default run; this is the two together.
+   */
   @Test
+  @Tag("extended")
   void anApplicationWithItsCheckpointOnS3RepartitionsAtRestartWhileAnExecutorIsKilled()
       throws Exception {
     Configuration session = spark.sparkContext().hadoopConfiguration();
