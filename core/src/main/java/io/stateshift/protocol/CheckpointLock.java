@@ -65,6 +65,19 @@ public final class CheckpointLock implements AutoCloseable {
       }
       return ProcessIdentity.provenDead(pid, hostKey, processStartMs, processStartTicks);
     }
+
+    /**
+     * True when this lease's holder is seen holding it on this host, whatever the clocks say: a
+     * wall clock stepped forward past the lease must not hand a live holder's lock to another.
+     */
+    boolean holderProvenAlive() {
+      if (pid == ProcessIdentity.current().pid()
+          && hostKey != null
+          && hostKey.equals(ProcessIdentity.current().hostKey())) {
+        return id != null && HELD_HERE.contains(id);
+      }
+      return ProcessIdentity.provenAlive(pid, hostKey, processStartTicks);
+    }
   }
 
   /** A lock found held: its lease, and how long it has left by the store's clock. */
@@ -232,6 +245,11 @@ public final class CheckpointLock implements AutoCloseable {
         long leaseMs = held != null && held.leaseMs() > 0 ? held.leaseMs() : options.leaseMs();
         long age = LeaseFiles.storeNow(files, path.getParent()) - there.get().modifiedMs();
         long remaining = leaseMs - age;
+        // seen holding it here: live, whatever its age by the clocks says
+        boolean alive = held != null && held.holderProvenAlive();
+        if (alive) {
+          remaining = Math.max(remaining, leaseMs / 3);
+        }
         if (remaining <= 0) {
           takeOver(there.get()); // expired: its holder stopped renewing, so it died
           continue;
@@ -240,7 +258,7 @@ public final class CheckpointLock implements AutoCloseable {
             held == null ? "an unreadable lock" : held.owner() + " (" + held.purpose() + ")";
         // A live holder rewrites the lock every third of its lease; one that let half of it
         // pass without is most likely dead: wait for the rest rather than refuse.
-        if (!waited && age > leaseMs / 2 && remaining <= options.maxWaitMs()) {
+        if (!waited && !alive && age > leaseMs / 2 && remaining <= options.maxWaitMs()) {
           options
               .progress()
               .accept(
@@ -343,6 +361,9 @@ public final class CheckpointLock implements AutoCloseable {
     long leaseMs = held.leaseMs() > 0 ? held.leaseMs() : DEFAULT_LEASE_MS;
     long remaining =
         there.get().modifiedMs() + leaseMs - LeaseFiles.storeNow(files, path.getParent());
+    if (held.holderProvenAlive()) {
+      remaining = Math.max(remaining, leaseMs / 3); // live here, whatever the clocks say
+    }
     return remaining > 0 ? Optional.of(new Held(held, remaining)) : Optional.empty();
   }
 

@@ -71,6 +71,16 @@ public final class QueryLease {
       return modifiedMs + leaseMs - LeaseFiles.storeNow(files, path.getParent());
     }
 
+    /**
+     * Its holder is seen running on this host (same pid and start tick): its lease is live whatever
+     * the clocks say, so a wall clock stepped forward (NTP, a virtual machine restored) does not
+     * hand a live query's state to a change.
+     */
+    boolean holderProvenAlive() {
+      return ProcessIdentity.provenAlive(
+          holder.pid(), holder.hostKey(), holder.processStartTicks());
+    }
+
     /** Its holder cannot be running: its process on this host is gone or was replaced. */
     boolean holderProvenDead() {
       return !holder.inThisProcess()
@@ -159,14 +169,11 @@ public final class QueryLease {
       }
     }
     long remaining = read.get().remainingMs(files);
-    if (remaining <= 0) {
-      // Expired by the clocks, unless its holder is seen running here: a wall clock stepped
-      // forward (NTP, a virtual machine restored) must not hand a live query's state to a change.
-      if (!ProcessIdentity.provenAlive(
-          holder.pid(), holder.hostKey(), holder.processStartTicks())) {
-        return Optional.empty();
-      }
+    if (remaining <= 0 && read.get().holderProvenAlive()) {
       remaining = holder.leaseMs() > 0 ? holder.leaseMs() : DEFAULT_LEASE_MS;
+    }
+    if (remaining <= 0) {
+      return Optional.empty();
     }
     return Optional.of(
         "Query "
@@ -191,7 +198,10 @@ public final class QueryLease {
    */
   public static boolean expiredLeasePresent(CheckpointFiles files) {
     return read(files)
-        .map(found -> found.holderProvenDead() || found.remainingMs(files) <= 0)
+        .map(
+            found ->
+                found.holderProvenDead()
+                    || (found.remainingMs(files) <= 0 && !found.holderProvenAlive()))
         .orElse(false);
   }
 

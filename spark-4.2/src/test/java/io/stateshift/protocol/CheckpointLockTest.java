@@ -184,6 +184,46 @@ class CheckpointLockTest {
     }
   }
 
+  /**
+   * A lock whose holder runs on this host (same pid and start tick) is live even when its last
+   * renewal looks a lease old, as after a wall clock stepped forward: it is refused, not taken
+   * over.
+   */
+  @Test
+  void aHolderSeenRunningOnThisHostIsRefusedEvenWhenTheClocksSayItsLeaseExpired() throws Exception {
+    Path checkpoint = Files.createDirectories(tmp.resolve("checkpoint"));
+    Process holder = new ProcessBuilder("sleep", "60").start();
+    try {
+      Path lock = Files.createDirectories(checkpoint.resolve("_stateshift")).resolve("lock");
+      Files.writeString(
+          lock,
+          JSON.writeValueAsString(
+              new CheckpointLock.Lease(
+                  "x-4",
+                  holder.pid() + "@here",
+                  "repartition to 8",
+                  60_000,
+                  holder.pid(),
+                  ProcessIdentity.current().hostKey(),
+                  1L, // a wall-clock start that no longer matches
+                  ProcessIdentity.startTicksOf(holder.pid()))));
+      touch(lock, 61_000);
+      String before = lockText(checkpoint);
+      assertThatThrownBy(
+              () ->
+                  CheckpointLock.acquire(
+                      files(checkpoint), "repartition to 3", options().withClock(new FakeClock())))
+          .isInstanceOfSatisfying(
+              StateShiftException.class,
+              e -> assertThat(e.reason()).isEqualTo(Reason.CHECKPOINT_IN_USE))
+          .hasMessageContaining("is locked by " + holder.pid() + "@here (repartition to 8)");
+      assertThat(lockText(checkpoint)).isEqualTo(before);
+    } finally {
+      holder.destroyForcibly();
+      holder.waitFor();
+    }
+  }
+
   @Test
   void anExpiredLeaseIsTakenOverWhateverTheClocksOfTheTwoHostsSay() throws Exception {
     Path checkpoint = Files.createDirectories(tmp.resolve("checkpoint"));
