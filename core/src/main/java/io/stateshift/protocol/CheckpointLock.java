@@ -58,9 +58,7 @@ public final class CheckpointLock implements AutoCloseable {
       long processStartTicks) {
     /** True when this lease's holder cannot be running any more. */
     boolean holderProvenDead() {
-      if (pid == ProcessIdentity.current().pid()
-          && hostKey != null
-          && hostKey.equals(ProcessIdentity.current().hostKey())) {
+      if (writtenByThisProcess()) {
         return id != null && !HELD_HERE.contains(id);
       }
       return ProcessIdentity.provenDead(pid, hostKey, processStartMs, processStartTicks);
@@ -71,12 +69,16 @@ public final class CheckpointLock implements AutoCloseable {
      * wall clock stepped forward past the lease must not hand a live holder's lock to another.
      */
     boolean holderProvenAlive() {
-      if (pid == ProcessIdentity.current().pid()
-          && hostKey != null
-          && hostKey.equals(ProcessIdentity.current().hostKey())) {
+      if (writtenByThisProcess()) {
         return id != null && HELD_HERE.contains(id);
       }
       return ProcessIdentity.provenAlive(pid, hostKey, processStartTicks);
+    }
+
+    /** Whether this process wrote the lease: then whether it still holds it is known here. */
+    private boolean writtenByThisProcess() {
+      ProcessIdentity me = ProcessIdentity.current();
+      return pid == me.pid() && hostKey != null && hostKey.equals(me.hostKey());
     }
   }
 
