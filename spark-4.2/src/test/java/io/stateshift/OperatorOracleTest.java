@@ -114,8 +114,14 @@ class OperatorOracleTest {
               "2"));
     }
     int operators = out.size() / 2;
-    // case i is operator i % operators on the HDFS-backed store (first half) or RocksDB
-    return TestSets.subset(out, i -> (i % operators) % 2 == i / operators);
+    // Case i is operator i % operators on the HDFS-backed store (first half) or RocksDB. The full
+    // outer join covers what the left and right outer joins do (null rows from either side, on
+    // the same four stores per partition), so those two run under -Pextended only.
+    List<OperatorQueries> extendedOnly =
+        List.of(OperatorQueries.JOIN_LEFT_OUTER, OperatorQueries.JOIN_RIGHT_OUTER);
+    return TestSets.subset(
+        out,
+        i -> (i % operators) % 2 == i / operators && !extendedOnly.contains(out.get(i).get()[0]));
   }
 
   static final int FIRST = 3;
