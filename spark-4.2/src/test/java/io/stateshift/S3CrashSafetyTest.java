@@ -37,7 +37,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * SIGKILL in a child JVM, at stateshift's fail points and inside S3A's own operations, where a
  * rename is a copy and then a delete ({@link S3KillSwitch}): a state file published (copied) whose
  * staged source is not yet deleted, a dropped partition's folder half copied to {@code retired/},
- * the same folder copied with half its sources deleted, and the journal copied aside mid-save.
+ * the same folder copied with half its sources deleted, and the journal just replaced (one PUT).
  * After each, with no manual step, the query restarted with StateShiftExtensions (or the command
  * run again, then {@code rollback}) leaves exactly the old or the new count, and the whole output
  * equals the uninterrupted oracle's.
@@ -98,12 +98,12 @@ class S3CrashSafetyTest {
               "checkpoint/state/0/[34]/.",
               1,
               Recovery.RERUN_THEN_ROLLBACK),
-          // the journal's save as FINALIZING: the record copied to journal.previous, not deleted
+          // the journal's save as FINALIZING (its third): one PUT over the record, then killed
           new S3Point(
-              "journal save: copied aside, kept",
-              "copy",
-              "_stateshift/journal\\.previous$",
-              2,
+              "journal save: replaced, then killed",
+              "put",
+              "_stateshift/journal$",
+              3,
               Recovery.RESTART));
 
   @TempDir static Path shared;
@@ -156,7 +156,7 @@ class S3CrashSafetyTest {
   @MethodSource("failPoints")
   void killedAtAWriteStep(StateStores store, String point) throws Exception {
     StreamRun run = caseFrom(store);
-    killedRepartition(List.of("-D" + FailPoints.PROPERTY + "=" + point));
+    killedRepartition(List.of("-D" + FailPoints.PROPERTY + "=" + point), List.of());
     restartAndCheck(run, store, CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point) ? TO : FROM);
   }
 
@@ -164,8 +164,14 @@ class S3CrashSafetyTest {
   @MethodSource("s3Points")
   void killedInsideAnS3Operation(StateStores store, S3Point point) throws Exception {
     StreamRun run = caseFrom(store);
+    List<String> conf = new ArrayList<>();
+    if (point.kind().equals("delete")) {
+      // a page of one key a multi-object delete, so that a kill can leave some sources deleted
+      conf.addAll(List.of("--conf", "spark.hadoop.fs.s3a.bulk.delete.page.size=1"));
+    }
     String log =
-        killedRepartition(List.of(S3KillSwitch.armed(point.kind(), point.keyRegex(), point.nth())));
+        killedRepartition(
+            List.of(S3KillSwitch.armed(point.kind(), point.keyRegex(), point.nth())), conf);
     assertThat(log).contains("killing the process after " + point.kind());
     if (point.recovery() == Recovery.RERUN_THEN_ROLLBACK) {
       // as the user who saw the crash would: the killed run wrote the logs moments ago
@@ -186,7 +192,8 @@ class S3CrashSafetyTest {
   }
 
   /** Runs the repartition command in a child JVM that gets killed; returns its log. */
-  private String killedRepartition(List<String> systemProperties) throws Exception {
+  private String killedRepartition(List<String> systemProperties, List<String> conf)
+      throws Exception {
     List<String> props = new ArrayList<>(systemProperties);
     List<String> args = new ArrayList<>();
     args.addAll(
@@ -199,6 +206,7 @@ class S3CrashSafetyTest {
             "--assume-stopped"));
     args.addAll(s3.cliConf());
     args.addAll(S3KillSwitch.cliConf());
+    args.addAll(conf);
     Path log = tmp.resolve("child.log");
     int exit = ChildJvm.runCli(log, props, args.toArray(String[]::new));
     String text = Files.readString(log);

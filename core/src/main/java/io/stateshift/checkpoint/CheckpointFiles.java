@@ -28,7 +28,7 @@ import org.apache.hadoop.fs.Path;
 /**
  * File operations on a checkpoint, on any Hadoop file system. New files are written to a temporary
  * name and renamed into place, so a reader never sees half a file, the same way Spark writes its
- * logs.
+ * logs; on S3, where a PUT is atomic, they are written in place with one request.
  */
 public final class CheckpointFiles {
   private static final String CONNECTOR_HINT =
@@ -40,6 +40,9 @@ public final class CheckpointFiles {
   private final Path root;
   private final FileSystem fs;
   private final Configuration conf;
+
+  /** What was read from files by their etags ({@link #readOnce}). */
+  private final Map<String, Object> readsByEtag = new java.util.concurrent.ConcurrentHashMap<>();
 
   private CheckpointFiles(Path root, FileSystem fs, Configuration conf) {
     this.root = root;
@@ -131,6 +134,24 @@ public final class CheckpointFiles {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * What {@code read} makes of a file, read once for its etag (from a listing's status): a file
+   * whose etag is unchanged holds the same bytes, so a second validation of the same checkpoint
+   * (after the lock is taken) reads nothing again on S3. Without an etag (HDFS, local disk) it
+   * reads every time.
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T readOnce(FileStatus status, java.util.function.Function<FileStatus, T> read) {
+    String etag =
+        status instanceof org.apache.hadoop.fs.EtagSource source ? source.getEtag() : null;
+    if (etag == null || etag.isEmpty()) {
+      return read.apply(status);
+    }
+    return (T)
+        readsByEtag.computeIfAbsent(
+            status.getPath() + "@" + etag + "@" + status.getLen(), k -> read.apply(status));
   }
 
   private static boolean isHadoopChecksum(Path p) {
@@ -242,6 +263,9 @@ public final class CheckpointFiles {
   }
 
   private void write(Path path, String text, boolean overwrite) {
+    if (flatNamespace() && writtenInPlace(path, text, overwrite)) {
+      return;
+    }
     Path tmp = new Path(path.getParent(), "." + path.getName() + "." + UUID.randomUUID() + ".tmp");
     try {
       fs.mkdirs(path.getParent());
@@ -256,12 +280,56 @@ public final class CheckpointFiles {
   }
 
   /**
+   * On S3 a PUT replaces an object atomically (a reader sees the old bytes or the new, never half),
+   * and with {@code If-None-Match: *} it creates one only if absent: one request where a temporary
+   * file and S3A's rename take about ten. A new file that is there already with the same text is a
+   * write a crash cut short, as with a rename; with other text it is refused. False where the store
+   * offers no conditional create and the file is new: the temporary file's rename does it.
+   */
+  private boolean writtenInPlace(Path path, String text, boolean overwrite) {
+    boolean conditional;
+    try {
+      conditional =
+          !overwrite && fs.hasPathCapability(path, "fs.option.create.conditional.overwrite");
+    } catch (IOException e) {
+      conditional = false;
+    }
+    if (!overwrite && !conditional) {
+      return false;
+    }
+    byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+    try {
+      @SuppressWarnings("rawtypes") // FileSystem.createFile returns the raw builder type
+      org.apache.hadoop.fs.FSDataOutputStreamBuilder builder = fs.createFile(path);
+      builder.overwrite(overwrite);
+      builder.recursive();
+      builder.opt("fs.s3a.create.performance", true); // no probes: the PUT decides
+      if (conditional) {
+        builder.must("fs.option.create.conditional.overwrite", true);
+      }
+      try (OutputStream out = (OutputStream) builder.build()) {
+        out.write(bytes);
+      }
+      return true;
+    } catch (IOException e) {
+      if (!overwrite && exists(path)) {
+        if (readText(path).equals(text)) {
+          return true; // written by a run a crash stopped before it went on
+        }
+        throw new UncheckedIOException(
+            "Cannot write " + path + ": refusing to overwrite existing file " + path, e);
+      }
+      throw new UncheckedIOException("Cannot write " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
    * Whether the store's folders are only key prefixes, as S3's are: a file can be written or
    * renamed under a folder that was never made, and a rename onto an existing file fails rather
    * than replacing it (S3A checks). There, {@link #rename} skips the folder and existence checks
    * that cost a request each, and asks only when the rename fails.
    */
-  private boolean flatNamespace() {
+  public boolean flatNamespace() {
     return "s3a".equals(fs.getScheme());
   }
 
@@ -402,9 +470,10 @@ public final class CheckpointFiles {
    * A mover of files from below {@code sourceRoot} to new names below {@code targetRoot}: the
    * switch's and the tidying's moves, many at once, from several threads. Each move is resumable as
    * {@link #rename} is: a target that already holds its source's bytes only has its source deleted,
-   * a target with other bytes is refused. On S3 a move is a server-side copy and a delete (two
-   * requests, {@link S3Objects}), the files already in place known from one listing of each root
-   * made here; elsewhere it is {@link #rename}.
+   * a target with other bytes is refused. On S3 a move is a server-side copy, the sources deleted
+   * together by {@link Mover#deleteMovedSources} (a request per page of keys, {@link S3Objects}),
+   * the files already in place known from one listing of each root made here; elsewhere it is
+   * {@link #rename}.
    */
   public Mover mover(Path sourceRoot, Path targetRoot) {
     try {
@@ -423,6 +492,10 @@ public final class CheckpointFiles {
     private final S3Objects s3;
     private final TreeMap<String, Long> sources;
     private final Set<String> targets;
+
+    /** On S3: the keys of moved sources (and folder markers) not deleted yet. */
+    private final java.util.Queue<String> movedSources =
+        new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     private Mover(
         Path sourceRoot, S3Objects s3, TreeMap<String, Long> sources, Map<String, Long> targets) {
@@ -458,7 +531,7 @@ public final class CheckpointFiles {
         if (!sameBytes(fs, from, fs, to)) {
           throw new IOException("Refusing to overwrite existing file " + to);
         }
-        s3.delete(source);
+        movedSources.add(source);
         return false;
       }
       Long size = sources.get(source);
@@ -467,13 +540,33 @@ public final class CheckpointFiles {
         return true;
       }
       s3.copy(source, target);
-      s3.delete(source);
+      movedSources.add(source);
       return false;
     }
 
     /**
+     * Deletes the sources of the moves made so far. On S3 a move only copies, so that the sources
+     * of many moves go in a few requests; until this runs, a moved file is in both places, which a
+     * later move of it finishes as a move a crash cut short. Elsewhere moves are renames and this
+     * does nothing.
+     */
+    public void deleteMovedSources() {
+      List<String> keys = new java.util.ArrayList<>();
+      for (String key = movedSources.poll(); key != null; key = movedSources.poll()) {
+        keys.add(key);
+      }
+      try {
+        if (!keys.isEmpty()) {
+          s3.deleteAll(keys);
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+
+    /**
      * Moves every file below {@code from} to the same relative path below {@code to}, and removes
-     * the folder; false when there is no such folder.
+     * the folder (on S3, with {@link #deleteMovedSources}); false when there is no such folder.
      */
     public boolean moveTree(Path from, Path to) throws IOException {
       if (s3 == null) {
@@ -488,8 +581,9 @@ public final class CheckpointFiles {
       if (below.isEmpty()) {
         return false;
       }
-      // Folder markers (S3A's mkdirs writes them) go with the folder, after its files; so do
-      // those S3A's delete writes when it empties a folder, where its rename made a move.
+      // Folder markers (S3A's mkdirs writes them) go with the folder, deleted with its files'
+      // sources; so do those S3A's delete writes when it empties a folder, where its rename made
+      // a move.
       Set<String> markers = new TreeSet<>();
       for (String key : below.keySet()) {
         if (key.endsWith("/")) {
@@ -502,9 +596,7 @@ public final class CheckpointFiles {
           }
         }
       }
-      for (String marker : markers) {
-        s3.delete(marker);
-      }
+      movedSources.addAll(markers);
       return true;
     }
   }

@@ -2,6 +2,9 @@ package io.stateshift.checkpoint;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
 import java.util.TreeMap;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -9,10 +12,16 @@ import org.apache.hadoop.fs.s3a.S3AFileSystem;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
+import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsRequest;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
+import software.amazon.awssdk.services.s3.model.S3Error;
+import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
@@ -28,11 +37,20 @@ public final class S3ClientObjects implements S3Objects {
   private final S3AFileSystem fs;
   private final S3Client client;
   private final String bucket;
+  private final boolean bulkDeletes;
+  private final int deletePage;
+
+  /** Set when the store answered a multi-object delete with "not implemented". */
+  private volatile boolean bulkDeletesRefused;
 
   public S3ClientObjects(FileSystem fs) {
     this.fs = (S3AFileSystem) fs;
     this.client = this.fs.getS3AInternals().getAmazonS3Client("stateshift checkpoint moves");
     this.bucket = this.fs.getBucket();
+    // S3A's own keys and defaults; its conf holds the bucket's settings already
+    this.bulkDeletes = fs.getConf().getBoolean("fs.s3a.multiobjectdelete.enable", true);
+    this.deletePage =
+        Math.max(1, Math.min(1000, fs.getConf().getInt("fs.s3a.bulk.delete.page.size", 250)));
   }
 
   @Override
@@ -94,5 +112,59 @@ public final class S3ClientObjects implements S3Objects {
     } catch (SdkException e) {
       throw new IOException("Cannot delete " + path(key) + ": " + e, e);
     }
+  }
+
+  @Override
+  public void deleteAll(Collection<String> keys) throws IOException {
+    List<String> all = new ArrayList<>(keys);
+    for (int from = 0; from < all.size(); from += deletePage) {
+      List<String> page = all.subList(from, Math.min(all.size(), from + deletePage));
+      if (page.size() > 1 && bulkDeletes && !bulkDeletesRefused && deletedInBulk(page)) {
+        continue;
+      }
+      for (String key : page) {
+        delete(key);
+      }
+    }
+  }
+
+  /** One multi-object delete; false when the store does not implement it. */
+  private boolean deletedInBulk(List<String> page) throws IOException {
+    List<ObjectIdentifier> objects = new ArrayList<>(page.size());
+    for (String key : page) {
+      objects.add(ObjectIdentifier.builder().key(key).build());
+    }
+    DeleteObjectsResponse response;
+    try {
+      response =
+          client.deleteObjects(
+              DeleteObjectsRequest.builder()
+                  .bucket(bucket)
+                  .delete(Delete.builder().objects(objects).quiet(true).build())
+                  .build());
+    } catch (S3Exception e) {
+      if (e.statusCode() == 501) {
+        bulkDeletesRefused = true;
+        return false;
+      }
+      throw new IOException("Cannot delete " + page.size() + " objects: " + e, e);
+    } catch (SdkException e) {
+      throw new IOException("Cannot delete " + page.size() + " objects: " + e, e);
+    }
+    if (response.hasErrors() && !response.errors().isEmpty()) {
+      S3Error first = response.errors().get(0);
+      throw new IOException(
+          "Cannot delete "
+              + response.errors().size()
+              + " of "
+              + page.size()
+              + " objects, the first "
+              + path(first.key())
+              + ": "
+              + first.code()
+              + " "
+              + first.message());
+    }
+    return true;
   }
 }

@@ -9,11 +9,11 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
- * Listings, copies and deletes of S3 objects, one request each. S3A's rename of one file probes the
- * source, the target and both parents around its copy and delete (about ten requests), and its
- * delete of the last file in a folder writes a folder marker; a move here is a server-side copy and
- * a delete, and the files that exist are known from one flat listing of a prefix (a request per
- * 1,000 keys).
+ * Listings, copies and deletes of S3 objects, one request each (deletes up to a page of keys a
+ * request). S3A's rename of one file probes the source, the target and both parents around its copy
+ * and delete (about ten requests), and its delete of the last file in a folder writes a folder
+ * marker; a move here is a server-side copy and a delete, and the files that exist are known from
+ * one flat listing of a prefix (a request per 1,000 keys).
  *
  * <p>Not used where a copy must carry settings of S3A's own (encryption, a canned ACL, requester
  * pays, a storage class), nor with {@code stateshift.s3.directMoves=false}: S3A's rename then does
@@ -44,6 +44,14 @@ public interface S3Objects {
 
   /** Deletes one object; deleting a missing object succeeds, as S3 answers. */
   void delete(String key) throws IOException;
+
+  /**
+   * Deletes objects with S3's multi-object delete, S3A's page size ({@code
+   * fs.s3a.bulk.delete.page.size}) a request; one request a key where S3A's own deletes are one at
+   * a time ({@code fs.s3a.multiobjectdelete.enable=false}) or the store refuses bulk deletes (GCS's
+   * S3 API does). Deleting a missing object succeeds.
+   */
+  void deleteAll(java.util.Collection<String> keys) throws IOException;
 
   /** Direct requests for {@code fs}, or null when it is not S3A or its settings rule them out. */
   static S3Objects forFileSystem(FileSystem fs) {

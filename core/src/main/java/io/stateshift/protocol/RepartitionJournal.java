@@ -228,7 +228,7 @@ public record RepartitionJournal(
    * every file system (Hadoop's FileContext on a local disk deletes the target, then renames), so
    * the current record is first moved aside to {@code journal.previous}, the new one written beside
    * it, and the previous one deleted last (best effort). Readers take {@code journal} when it
-   * exists and {@code journal.previous} otherwise.
+   * exists and {@code journal.previous} otherwise. On S3 a PUT replaces the record atomically.
    */
   void save(CheckpointFiles files) {
     String text;
@@ -238,6 +238,10 @@ public record RepartitionJournal(
       throw new IllegalStateException(e);
     }
     Path current = path(files);
+    if (files.flatNamespace()) {
+      files.replace(current, text); // one PUT: atomic on S3, so no record is ever missing
+      return;
+    }
     Path previous = previousPath(files);
     if (files.exists(current)) {
       if (files.exists(previous)) {

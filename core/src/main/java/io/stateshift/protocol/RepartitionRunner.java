@@ -952,6 +952,7 @@ public final class RepartitionRunner {
             FailPoints.reached("publish-first-file");
           });
     }
+    mover.deleteMovedSources();
   }
 
   /** Driver threads for the switch's and the tidying's independent file steps. */
@@ -989,6 +990,7 @@ public final class RepartitionRunner {
               FailPoints.reached("retired");
             }
           });
+      mover.deleteMovedSources();
       if (journal.changesFormat()) {
         retireOldFormatVersions(op.id(), journal);
       }

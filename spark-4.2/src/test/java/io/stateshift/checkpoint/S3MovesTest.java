@@ -14,14 +14,14 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.statistics.IOStatisticsSupport;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The switch's and the tidying's moves on a real S3 API (s3proxy on loopback): a file moves with
- * two requests (S3's copy and delete), a move a crash cut short (target copied, source still there)
+ * one request (S3's copy) and the sources of many moves go in one multi-object delete (one request
+ * a file where bulk deletes are off), a move a crash cut short (target copied, source still there)
  * is finished, a target with other bytes is refused with both files kept, and a folder move removes
  * the folder's marker; the same with S3A's rename ({@code stateshift.s3.directMoves=false}).
  */
@@ -41,9 +41,14 @@ class S3MovesTest {
   }
 
   private static CheckpointFiles files(String name, boolean direct) {
+    return files(name, direct, true);
+  }
+
+  private static CheckpointFiles files(String name, boolean direct, boolean bulkDeletes) {
     Configuration conf = new Configuration();
     s3.applyTo(conf);
     conf.setBoolean(S3Objects.ENABLED, direct);
+    conf.setBoolean("fs.s3a.multiobjectdelete.enable", bulkDeletes);
     // a file system of its own: the cached one would keep the first test's setting
     conf.setBoolean("fs.s3a.impl.disable.cache", true);
     return CheckpointFiles.at(s3.uri(name), conf);
@@ -60,20 +65,36 @@ class S3MovesTest {
     return counters.getOrDefault("store_io_request", 0L);
   }
 
-  @Test
-  void aFileMovesWithACopyAndADelete() throws Exception {
-    CheckpointFiles files = files("direct-one", true);
+  @ParameterizedTest(name = "bulk deletes: {0}")
+  @ValueSource(booleans = {true, false})
+  void filesMoveWithACopyEachAndTheirSourcesGoTogether(boolean bulkDeletes) throws Exception {
+    CheckpointFiles files = files("direct-" + bulkDeletes, true, bulkDeletes);
     FileSystem fs = files.fs();
-    write(fs, files.path("staged/state/0/0/2.snapshot"), "new state");
+    int count = 3;
+    for (int p = 0; p < count; p++) {
+      write(fs, files.path("staged/state/0/" + p + "/2.snapshot"), "new state " + p);
+    }
     CheckpointFiles.Mover mover = files.mover(files.path("staged"), files.path("state"));
-    assertThat(mover.files()).containsExactly(files.path("staged/state/0/0/2.snapshot"));
+    assertThat(mover.files()).hasSize(count);
 
     long before = requests(fs);
-    mover.move(files.path("staged/state/0/0/2.snapshot"), files.path("state/0/0/2.snapshot"));
+    for (int p = 0; p < count; p++) {
+      mover.move(
+          files.path("staged/state/0/" + p + "/2.snapshot"),
+          files.path("state/0/" + p + "/2.snapshot"));
+    }
+    assertThat(requests(fs) - before).as("copies").isEqualTo(count);
+    // moved, not yet deleted: in both places, as after a crash before the deletes
+    assertThat(fs.exists(files.path("staged/state/0/0/2.snapshot"))).isTrue();
+    before = requests(fs);
+    mover.deleteMovedSources();
 
-    assertThat(requests(fs) - before).isEqualTo(2);
-    assertThat(files.readText(files.path("state/0/0/2.snapshot"))).isEqualTo("new state");
-    assertThat(fs.exists(files.path("staged/state/0/0/2.snapshot"))).isFalse();
+    assertThat(requests(fs) - before).as("deletes").isEqualTo(bulkDeletes ? 1 : count);
+    for (int p = 0; p < count; p++) {
+      assertThat(files.readText(files.path("state/0/" + p + "/2.snapshot")))
+          .isEqualTo("new state " + p);
+      assertThat(fs.exists(files.path("staged/state/0/" + p + "/2.snapshot"))).isFalse();
+    }
   }
 
   @ParameterizedTest(name = "direct moves: {0}")
@@ -93,6 +114,7 @@ class S3MovesTest {
     assertThatThrownBy(() -> mover.move(files.path("staged/b.sst"), files.path("state/b.sst")))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("Refusing to overwrite");
+    mover.deleteMovedSources();
 
     assertThat(fs.exists(files.path("staged/a.sst"))).isFalse();
     assertThat(files.readText(files.path("state/a.sst"))).isEqualTo("same bytes");
@@ -114,6 +136,7 @@ class S3MovesTest {
 
     assertThat(mover.moveTree(files.path("state/0/5"), new Path(retired, "5"))).isTrue();
     assertThat(mover.moveTree(files.path("state/0/6"), new Path(retired, "6"))).isFalse();
+    mover.deleteMovedSources();
 
     assertThat(fs.exists(files.path("state/0/5"))).isFalse();
     assertThat(files.readText(new Path(retired, "5/3.delta"))).isEqualTo("delta");

@@ -8,6 +8,8 @@ import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
 import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsRequest;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
@@ -15,7 +17,8 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  * has succeeded: inside one of S3A's own operations, where no fail point of stateshift can reach. A
  * rename on S3A is a copy, then a delete of the source, so {@code copy} stops a file move with the
  * copy made and the source still there, and a folder move with some files copied and none deleted;
- * {@code delete}, a folder move with every file copied and some sources deleted.
+ * {@code delete} (one object, or a multi-object delete that names a matching key), a folder move
+ * with every file copied and some sources deleted.
  *
  * <p>Armed by {@code -Dstateshift.test.s3kill=<copy|delete|put>:<regex of the key>:<n>} (the
  * destination key for a copy), in a child JVM whose S3A has this class among its request handlers:
@@ -88,6 +91,13 @@ public final class S3KillSwitch implements ExecutionInterceptor {
       case "copy":
         return request instanceof CopyObjectRequest copy ? copy.destinationKey() : null;
       case "delete":
+        if (request instanceof DeleteObjectsRequest bulk) {
+          return bulk.delete().objects().stream()
+              .map(ObjectIdentifier::key)
+              .filter(k -> key.matcher(k).find())
+              .findFirst()
+              .orElse(null);
+        }
         return request instanceof DeleteObjectRequest delete ? delete.key() : null;
       case "put":
         return request instanceof PutObjectRequest put ? put.key() : null;

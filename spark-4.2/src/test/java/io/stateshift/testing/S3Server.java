@@ -202,8 +202,6 @@ public final class S3Server implements AutoCloseable {
     out.put(prefix + "connection.ssl.enabled", "false");
     out.put(prefix + "access.key", ACCESS_KEY);
     out.put(prefix + "secret.key", SECRET_KEY);
-    // s3proxy answers 501 to the checksum header the AWS SDK sends on bulk deletes
-    out.put(prefix + "multiobjectdelete.enable", "false");
     out.put(prefix + "create.conditional.enabled", "true");
     // a dead server fails a test in seconds, not after minutes of retries
     out.put(prefix + "attempts.maximum", "2");

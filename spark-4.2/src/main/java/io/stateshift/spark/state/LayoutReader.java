@@ -643,6 +643,13 @@ final class LayoutReader {
    * {@code listed}: the zip's status from a listing (no request for it before the read), or null.
    */
   private static JsonNode rocksDbZipMetadata(CheckpointFiles files, String zip, FileStatus listed) {
+    if (listed != null) {
+      return files.readOnce(listed, status -> readZipMetadata(files, zip, status));
+    }
+    return readZipMetadata(files, zip, null);
+  }
+
+  private static JsonNode readZipMetadata(CheckpointFiles files, String zip, FileStatus listed) {
     String problem;
     try (ZipInputStream in =
         new ZipInputStream(
