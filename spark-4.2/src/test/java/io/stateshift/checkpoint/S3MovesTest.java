@@ -14,6 +14,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.statistics.IOStatisticsSupport;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -141,5 +142,29 @@ class S3MovesTest {
     assertThat(fs.exists(files.path("state/0/5"))).isFalse();
     assertThat(files.readText(new Path(retired, "5/3.delta"))).isEqualTo("delta");
     assertThat(files.readText(new Path(retired, "5/SSTs/1-x.sst"))).isEqualTo("sst");
+  }
+
+  @Test
+  void smallFilesAreWrittenInPlaceWithOneRequestAndANewOneNeverReplaced() throws Exception {
+    CheckpointFiles files = files("in-place", true);
+    FileSystem fs = files.fs();
+    Path commit = files.path("commits/3");
+
+    long before = requests(fs);
+    files.writeNew(commit, "v1\n{}");
+    assertThat(requests(fs) - before).as("a new file: one conditional PUT").isEqualTo(1);
+    before = requests(fs);
+    files.replace(files.path("_stateshift/journal"), "{\"phase\":\"SWITCHING\"}");
+    assertThat(requests(fs) - before).as("a replaced file: one PUT").isEqualTo(1);
+
+    // written again after a crash: the same text is the same write; other text is refused
+    files.writeNew(commit, "v1\n{}");
+    assertThatThrownBy(() -> files.writeNew(commit, "v1\n{\"other\":1}"))
+        .hasMessageContaining("refusing to overwrite existing file");
+    assertThat(files.readText(commit)).isEqualTo("v1\n{}");
+    files.replace(files.path("_stateshift/journal"), "{\"phase\":\"FINALIZING\"}");
+    assertThat(files.readText(files.path("_stateshift/journal")))
+        .isEqualTo("{\"phase\":\"FINALIZING\"}");
+    assertThat(files.list(files.path("commits"))).hasSize(1); // no temporary file left
   }
 }
