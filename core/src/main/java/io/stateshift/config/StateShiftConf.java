@@ -522,8 +522,9 @@ public final class StateShiftConf {
           "stateshift.s3.directMoves",
           true,
           false,
-          "On s3a: moves state files with S3's own copy and delete (two requests a file), the"
-              + " files in place known from one listing; false uses S3A's rename (about ten"
+          "On s3a: moves state files with S3's own copy (one request a file) and multi-object"
+              + " delete (a request per 250 sources), the files in place known from one listing;"
+              + " false uses S3A's rename (about ten"
               + " requests a file). Also off where S3A would add settings to a copy (encryption,"
               + " a canned ACL, requester pays, a storage class).");
 
