@@ -34,7 +34,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 class S3RequestCostTest {
   /**
    * Requests per state file of the checkpoint, and a constant for its logs and the protocol.
-   * Measured: 3.1 per file in all on the HDFS-backed store, 3.2 on RocksDB, of which about 160 are
+   * Measured: 3.0 per file in all on the HDFS-backed store, 3.2 on RocksDB, of which about 160 are
    * the protocol's own, whatever the partition count (docs/object-stores-and-clusters.md).
    */
   private static final int PER_STATE_FILE = 3;
