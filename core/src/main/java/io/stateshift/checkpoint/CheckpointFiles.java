@@ -37,6 +37,9 @@ public final class CheckpointFiles {
           + "s3a: --packages org.apache.hadoop:hadoop-aws:3.5.0), and name its class with --conf "
           + "spark.hadoop.fs.<scheme>.impl=<class> if the jar does not register it.";
 
+  /** Hadoop's createFile() option for a create that fails when the file exists (hadoop 3.4.2+). */
+  public static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
+
   private final Path root;
   private final FileSystem fs;
   private final Configuration conf;
@@ -289,8 +292,7 @@ public final class CheckpointFiles {
   private boolean writtenInPlace(Path path, String text, boolean overwrite) {
     boolean conditional;
     try {
-      conditional =
-          !overwrite && fs.hasPathCapability(path, "fs.option.create.conditional.overwrite");
+      conditional = !overwrite && fs.hasPathCapability(path, CONDITIONAL_CREATE);
     } catch (IOException e) {
       conditional = false;
     }
@@ -300,13 +302,9 @@ public final class CheckpointFiles {
     byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
     try {
       @SuppressWarnings("rawtypes") // FileSystem.createFile returns the raw builder type
-      org.apache.hadoop.fs.FSDataOutputStreamBuilder builder = fs.createFile(path);
-      builder.overwrite(overwrite);
-      builder.recursive();
+      org.apache.hadoop.fs.FSDataOutputStreamBuilder builder =
+          conditional ? createIfAbsent(path) : fs.createFile(path).overwrite(true).recursive();
       builder.opt("fs.s3a.create.performance", true); // no probes: the PUT decides
-      if (conditional) {
-        builder.must("fs.option.create.conditional.overwrite", true);
-      }
       try (OutputStream out = (OutputStream) builder.build()) {
         out.write(bytes);
       }
@@ -321,6 +319,20 @@ public final class CheckpointFiles {
       }
       throw new UncheckedIOException("Cannot write " + path + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * A create the store refuses when the file exists ({@link #CONDITIONAL_CREATE}: on S3A a PUT with
+   * {@code If-None-Match: *}, refused with 412); the refusal arrives when the stream is closed.
+   */
+  @SuppressWarnings("rawtypes") // FileSystem.createFile returns the raw builder type
+  public org.apache.hadoop.fs.FSDataOutputStreamBuilder createIfAbsent(Path path)
+      throws IOException {
+    org.apache.hadoop.fs.FSDataOutputStreamBuilder builder = fs.createFile(path);
+    builder.overwrite(false);
+    builder.recursive();
+    builder.must(CONDITIONAL_CREATE, true);
+    return builder;
   }
 
   /**

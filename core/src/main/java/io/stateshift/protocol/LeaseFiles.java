@@ -45,9 +45,6 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * store's time now ({@link #storeNow}), so the holder's and the reader's clocks never meet.
  */
 final class LeaseFiles {
-  /** Hadoop's createFile() option for a create that fails when the file exists (hadoop 3.4.2+). */
-  static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
-
   /** Extra schemes whose {@code create(path, false)} the user knows to be atomic. */
   static final String EXCLUSIVE_SCHEMES = StateShiftConf.EXCLUSIVE_CREATE_SCHEMES.key();
 
@@ -79,7 +76,7 @@ final class LeaseFiles {
       return Mode.ATOMIC_CREATE;
     }
     try {
-      if (fs.hasPathCapability(files.root(), CONDITIONAL_CREATE)) {
+      if (fs.hasPathCapability(files.root(), CheckpointFiles.CONDITIONAL_CREATE)) {
         return Mode.CONDITIONAL_PUT;
       }
     } catch (IOException | RuntimeException e) {
@@ -128,12 +125,7 @@ final class LeaseFiles {
       case LOCAL_LINK:
         return linkLocal(fs, path, bytes);
       case CONDITIONAL_PUT:
-        @SuppressWarnings("rawtypes") // FileSystem.createFile returns the raw builder type
-        org.apache.hadoop.fs.FSDataOutputStreamBuilder builder = fs.createFile(path);
-        builder.overwrite(false);
-        builder.recursive();
-        builder.must(CONDITIONAL_CREATE, true);
-        try (OutputStream out = (OutputStream) builder.build()) {
+        try (OutputStream out = (OutputStream) files.createIfAbsent(path).build()) {
           out.write(bytes);
         } catch (FileAlreadyExistsException e) {
           return false;
