@@ -684,10 +684,24 @@ final class StateRedistributionJob implements Redistribution, Serializable {
               t.setDaemon(true);
               return t;
             });
+    // The work sees its task as on the task's own thread: a retry knows it is one, and what it
+    // registers ends with the task.
+    TaskContext task = TaskContext.get();
     try {
       List<java.util.concurrent.Future<R>> running = new ArrayList<>();
       for (T item : items) {
-        running.add(pool.submit(() -> work.apply(item)));
+        running.add(
+            pool.submit(
+                () -> {
+                  if (task != null) {
+                    org.apache.spark.TaskContext$.MODULE$.setTaskContext(task);
+                  }
+                  try {
+                    return work.apply(item);
+                  } finally {
+                    org.apache.spark.TaskContext$.MODULE$.unset();
+                  }
+                }));
       }
       List<R> results = new ArrayList<>();
       for (java.util.concurrent.Future<R> future : running) {
