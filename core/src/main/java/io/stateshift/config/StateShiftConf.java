@@ -328,6 +328,17 @@ public final class StateShiftConf {
               + " partition folders. On an object store each is one or several round trips. `1`"
               + " makes them one after another.");
 
+  public static final Setting<Integer> TASK_IO_THREADS =
+      intValue(
+          Section.JOB,
+          "spark.stateshift.task.ioThreads",
+          4,
+          "Stores each task of the job works on at once when the checkpoint is not on a local"
+              + " disk (an object store, HDFS): there a store's time is mostly waiting on its"
+              + " downloads and uploads, which a task overlaps with other stores' reading and"
+              + " merging. Each store being read holds up to 32 MB of entries on the heap. `1`"
+              + " keeps a task to `spark.task.cpus` stores at once, as on a local disk.");
+
   public static final Setting<Boolean> ROCKSDB_DIRECT_COMMIT =
       bool(
           Section.JOB,

@@ -496,7 +496,11 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // holds up no wave of tasks and 96 small RocksDB instances cost no task launch each. One
     // store: a task per old partition, which Spark balances and shows as progress.
     int cores = Math.max(1, jsc.defaultParallelism());
-    int readTasks = stores.size() == 1 ? oldPartitions : Math.min(oldPartitions, cores);
+    int ioThreads = remoteIoThreads(spark);
+    int readTasks =
+        stores.size() > 1
+            ? Math.min(oldPartitions, cores)
+            : ceilDiv(oldPartitions, Math.min(ioThreads, ceilDiv(oldPartitions, cores)));
     java.util.Map<String, java.util.Map<String, ListedFile>> listing = listOldState();
     List<List<SourceTask>> sources = new ArrayList<>();
     for (int t = 0; t < readTasks; t++) {
@@ -512,8 +516,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       compilePlacementsAhead();
     }
     // As many threads as stores: one old partition's stores at a time (a join's four are small;
-    // a single big store is walked by one thread per core).
-    int readThreads = stores.size();
+    // a single big store is walked by one thread per core), or more where stores wait on requests.
+    int readThreads = Math.max(stores.size(), ioThreads);
     List<ReadOutcome> reads =
         jsc.parallelize(sources, sources.size())
             .flatMap(
@@ -541,7 +545,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             stores.size(),
             newPartitions,
             cores,
-            spark.sparkContext().conf().getInt("spark.task.cpus", 1));
+            spark.sparkContext().conf().getInt("spark.task.cpus", 1),
+            ioThreads);
     int writeThreads = sharing.threadsPerTask();
     int writeTasks = sharing.tasks();
     List<List<Tuple2<Integer, List<StagedFile>>>> writes = new ArrayList<>();
@@ -648,9 +653,10 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * each with its share of new partitions, all their stores.
    */
   record WriteSharing(int tasks, int threadsPerTask) {
-    static WriteSharing of(int stores, int newPartitions, int cores, int taskCpus) {
-      int threads = Math.max(1, taskCpus);
-      int slots = Math.max(1, cores / threads);
+    /** {@code ioThreads}: stores a task works on at once where they wait on requests, else 1. */
+    static WriteSharing of(int stores, int newPartitions, int cores, int taskCpus, int ioThreads) {
+      int slots = Math.max(1, cores / Math.max(1, taskCpus));
+      int threads = Math.max(Math.max(1, taskCpus), ioThreads);
       if (stores == 1) {
         int partitionsAtOnce = Math.min(threads, ceilDiv(newPartitions, slots));
         return new WriteSharing(ceilDiv(newPartitions, partitionsAtOnce), partitionsAtOnce);
@@ -658,6 +664,23 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       int tasks = Math.max(1, Math.min(newPartitions, slots));
       return new WriteSharing(tasks, Math.min(threads, stores * ceilDiv(newPartitions, tasks)));
     }
+  }
+
+  /**
+   * Stores a task works on at once beyond its cores ({@link StateShiftConf#TASK_IO_THREADS}) when
+   * the checkpoint is not on a local disk, where a store mostly waits on its requests; else 1.
+   */
+  private int remoteIoThreads(SparkSession spark) {
+    try {
+      org.apache.hadoop.fs.FileSystem fs = new Path(checkpointRoot()).getFileSystem(hadoopConf());
+      if (fs instanceof org.apache.hadoop.fs.LocalFileSystem
+          || fs instanceof org.apache.hadoop.fs.RawLocalFileSystem) {
+        return 1;
+      }
+    } catch (IOException e) {
+      return 1;
+    }
+    return Math.max(1, StateShiftConf.TASK_IO_THREADS.from(spark));
   }
 
   private static int ceilDiv(int a, int b) {

@@ -6,23 +6,30 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A write task runs on the cores Spark grants a task ({@code spark.task.cpus}): never more threads
- * than that, and every (store, new partition) target in some task.
+ * than that on a local disk, the I/O threads' count where stores wait on requests, and every
+ * (store, new partition) target in some task.
  */
 class WriteSharingTest {
 
   @Test
   void aTaskWritesOnAsManyThreadsAsItHasCores() {
     // one core a task (the default): one target at a time, a task per new partition
-    assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 2, 1))
+    assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 2, 1, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(8, 1));
-    assertThat(StateRedistributionJob.WriteSharing.of(4, 8, 2, 1))
+    assertThat(StateRedistributionJob.WriteSharing.of(4, 8, 2, 1, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(2, 1));
     // four cores a task on 8 cores: two tasks at once, each writing four partitions at once
-    assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 8, 4))
+    assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 8, 4, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(2, 4));
     // a join's four stores, two cores a task on 4 cores: two tasks, two threads each
-    assertThat(StateRedistributionJob.WriteSharing.of(4, 6, 4, 2))
+    assertThat(StateRedistributionJob.WriteSharing.of(4, 6, 4, 2, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(2, 2));
+    // remote checkpoint, four stores at once per task: 64 partitions in 16 tasks of four
+    assertThat(StateRedistributionJob.WriteSharing.of(1, 64, 2, 1, 4))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(16, 4));
+    // a join on a remote checkpoint: a task per core, four stores at once
+    assertThat(StateRedistributionJob.WriteSharing.of(4, 6, 2, 1, 4))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(2, 4));
   }
 
   @Test
@@ -32,7 +39,7 @@ class WriteSharingTest {
         for (int cores = 1; cores <= 16; cores++) {
           for (int taskCpus = 1; taskCpus <= cores; taskCpus++) {
             StateRedistributionJob.WriteSharing sharing =
-                StateRedistributionJob.WriteSharing.of(stores, partitions, cores, taskCpus);
+                StateRedistributionJob.WriteSharing.of(stores, partitions, cores, taskCpus, 1);
             assertThat(sharing.threadsPerTask()).isBetween(1, taskCpus);
             assertThat(sharing.tasks()).isBetween(1, partitions);
             // one store: each task takes threadsPerTask partitions; several: partitions by task
