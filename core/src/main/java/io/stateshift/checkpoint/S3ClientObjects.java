@@ -2,6 +2,7 @@ package io.stateshift.checkpoint;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -16,6 +17,7 @@ import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsRequest;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
@@ -86,6 +88,27 @@ public final class S3ClientObjects implements S3Objects {
           "Cannot list s3a://" + bucket + "/" + prefix + ": " + e.getMessage(), e);
     }
     return out;
+  }
+
+  @Override
+  public InputStream openWhole(String key, String etag) throws IOException {
+    GetObjectRequest.Builder request = GetObjectRequest.builder().bucket(bucket).key(key);
+    if (etag != null) {
+      request.ifMatch(etag);
+    }
+    try {
+      return client.getObject(request.build());
+    } catch (NoSuchKeyException e) {
+      throw new FileNotFoundException("No such file: " + path(key));
+    } catch (S3Exception e) {
+      if (e.statusCode() == 412) {
+        throw new IOException(
+            path(key) + " changed since it was listed (etag " + etag + "): " + e.getMessage(), e);
+      }
+      throw new IOException("Cannot read " + path(key) + ": " + e, e);
+    } catch (SdkException e) {
+      throw new IOException("Cannot read " + path(key) + ": " + e, e);
+    }
   }
 
   @Override

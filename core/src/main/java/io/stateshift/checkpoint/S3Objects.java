@@ -9,11 +9,11 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
- * Listings, copies and deletes of S3 objects, one request each (deletes up to a page of keys a
- * request). S3A's rename of one file probes the source, the target and both parents around its copy
- * and delete (about ten requests), and its delete of the last file in a folder writes a folder
- * marker; a move here is a server-side copy and a delete, and the files that exist are known from
- * one flat listing of a prefix (a request per 1,000 keys).
+ * Listings, whole-object reads, copies and deletes of S3 objects, one request each (deletes up to a
+ * page of keys a request). S3A's rename of one file probes the source, the target and both parents
+ * around its copy and delete (about ten requests), and its delete of the last file in a folder
+ * writes a folder marker; a move here is a server-side copy and a delete, and the files that exist
+ * are known from one flat listing of a prefix (a request per 1,000 keys).
  *
  * <p>Not used where a copy must carry settings of S3A's own (encryption, a canned ACL, requester
  * pays, a storage class), nor with {@code stateshift.s3.directMoves=false}: S3A's rename then does
@@ -52,6 +52,12 @@ public interface S3Objects {
    * S3 API does). Deleting a missing object succeeds.
    */
   void deleteAll(java.util.Collection<String> keys) throws IOException;
+
+  /**
+   * The whole object in one GET, with S3A's client; with {@code etag} (nullable) only that version
+   * of it, else the read fails. A missing object is a {@link java.io.FileNotFoundException}.
+   */
+  java.io.InputStream openWhole(String key, String etag) throws IOException;
 
   /** Direct requests for {@code fs}, or null when it is not S3A or its settings rule them out. */
   static S3Objects forFileSystem(FileSystem fs) {

@@ -24,7 +24,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * one request (S3's copy) and the sources of many moves go in one multi-object delete (one request
  * a file where bulk deletes are off), a move a crash cut short (target copied, source still there)
  * is finished, a target with other bytes is refused with both files kept, and a folder move removes
- * the folder's marker; the same with S3A's rename ({@code stateshift.s3.directMoves=false}).
+ * the folder's marker; the same with S3A's rename ({@code stateshift.s3.directMoves=false}). A
+ * whole state file is read with one GET that fails when the object is not the one listed.
  */
 class S3MovesTest {
   private static S3Server s3;
@@ -96,6 +97,30 @@ class S3MovesTest {
           .isEqualTo("new state " + p);
       assertThat(fs.exists(files.path("staged/state/0/" + p + "/2.snapshot"))).isFalse();
     }
+  }
+
+  @Test
+  void aWholeObjectIsReadWithOneRequestPinnedToItsListedEtag() throws Exception {
+    CheckpointFiles files = files("whole", true);
+    FileSystem fs = files.fs();
+    Path path = files.path("state/0/0/1.delta");
+    write(fs, path, "listed bytes");
+    String etag = ((org.apache.hadoop.fs.EtagSource) fs.getFileStatus(path)).getEtag();
+    S3Objects s3 = S3Objects.forFileSystem(fs);
+
+    long before = requests(fs);
+    try (java.io.InputStream in = s3.openWhole(s3.key(path), etag)) {
+      assertThat(new String(in.readAllBytes(), StandardCharsets.UTF_8)).isEqualTo("listed bytes");
+    }
+    assertThat(requests(fs) - before).as("requests").isEqualTo(1);
+
+    write(fs, path, "rewritten after the listing");
+    assertThatThrownBy(() -> s3.openWhole(s3.key(path), etag).close())
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("changed since it was listed");
+    assertThatThrownBy(() -> s3.openWhole(s3.key(files.path("state/0/0/9.delta")), null))
+        .isInstanceOf(java.io.FileNotFoundException.class)
+        .hasMessageContaining("9.delta");
   }
 
   @ParameterizedTest(name = "direct moves: {0}")
