@@ -171,7 +171,7 @@ public final class CostModelFit {
     return points.size()
         + " benchmark runs on local disk, "
         + String.join(", ", masters)
-        + "; object-store requests from one loopback S3 run";
+        + "; object-store requests from three loopback S3 runs";
   }
 
   static String properties(CostModel model, List<Point> points) {
@@ -183,9 +183,9 @@ public final class CostModelFit {
         .forEach(f -> out.append("#   bench/results/").append(f).append(".json\n"));
     out.append(
         "# Not fitted, kept by bench/fit as they stand here: seconds.requests and\n"
-            + "# requestsPerFile.* come from S3RequestCostTest's run on the loopback S3 server\n"
+            + "# requestsPerFile.* come from S3RequestCostTest's runs on the loopback S3 server\n"
             + "# (docs/object-stores-and-clusters.md, \"Requests on S3\"): requests / state files,\n"
-            + "# and (s3a time - local-disk time) / requests.\n");
+            + "# and (s3a time - local-disk time) / requests, over three runs.\n");
     out.append("fittedOn=").append(model.fittedOn()).append('\n');
     model
         .coefficients()
@@ -237,11 +237,11 @@ public final class CostModelFit {
                         t.key,
                         v,
                         t.unit,
-                        t == Term.REQUESTS ? "; not fitted, from one loopback S3 run" : "")));
+                        t == Term.REQUESTS ? "; not fitted, from three loopback S3 runs" : "")));
     s.append(
         String.format(
             Locale.ROOT,
-            "| requests per state file | %s | RocksDB, HDFS-backed; not fitted, from the same run |%n",
+            "| requests per state file | %s | RocksDB, HDFS-backed; not fitted, from the same runs |%n",
             model.requestsPerFile().values().stream()
                 .map(v -> String.format(Locale.ROOT, "%.1f", v))
                 .reduce((x, y) -> x + ", " + y)
@@ -290,7 +290,7 @@ public final class CostModelFit {
                 + "windowed counts have it: %.0f-%.0f bytes per key (100 GB is about %.0f billion "
                 + "keys), %.0f files per store as listed plus one per %d MiB of the store (RocksDB's "
                 + "SST target size). Local disk or HDFS: no request term; S3: the request term "
-                + "with the loopback S3 run's coefficient (its overlap: 2 task slots, 16 driver "
+                + "with the loopback S3 runs' coefficient (their overlap: 2 task slots of 4 stores, 16 driver "
                 + "threads). Not measured anywhere near this size: extrapolations, in seconds.%n%n",
             bytesPerRow[0],
             bytesPerRow[bytesPerRow.length - 1],
