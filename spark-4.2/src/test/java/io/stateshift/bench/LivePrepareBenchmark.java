@@ -272,7 +272,12 @@ public final class LivePrepareBenchmark {
             .getOrCreate();
     spark.sparkContext().setLogLevel("WARN");
     environment.put("started", LocalDateTime.now().toString());
-    environment.put("command", "bench/run --live-prepare " + String.join(" ", options.argv()));
+    String niceness = System.getenv("STATESHIFT_PREPARE_NICE");
+    environment.put(
+        "command",
+        (niceness != null ? "STATESHIFT_PREPARE_NICE=" + niceness + " " : "")
+            + "bench/run --live-prepare "
+            + String.join(" ", options.argv()));
     environment.put("cores", Runtime.getRuntime().availableProcessors());
     environment.put("master", options.master());
     environment.put("java", System.getProperty("java.version"));
