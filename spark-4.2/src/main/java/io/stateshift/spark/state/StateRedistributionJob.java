@@ -494,7 +494,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // Several stores (a join's four): a task per core, not per partition, each working through
     // its share of (store, partition) items on a few threads of its own, so that a slow store
     // holds up no wave of tasks and 96 small RocksDB instances cost no task launch each. One
-    // store: a task per old partition, which Spark balances and shows as progress.
+    // store: a task per old partition, which Spark balances and shows as progress; on a remote
+    // checkpoint a task per group of ioThreads old partitions, read at once.
     int cores = Math.max(1, jsc.defaultParallelism());
     int ioThreads = remoteIoThreads(spark);
     int readTasks =
@@ -647,7 +648,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   /**
    * How the write stage shares the (store, new partition) targets among tasks: a task runs on the
    * cores Spark grants it ({@code spark.task.cpus}), so it writes at most that many targets at
-   * once, on as many threads; the tasks that run at once are the cores over {@code
+   * once, on as many threads (on a remote checkpoint, at least {@code ioThreads}: there a target
+   * mostly waits on its uploads); the tasks that run at once are the cores over {@code
    * spark.task.cpus}. One store: as many tasks as it takes to write every partition in one wave of
    * them (so a task with several cores writes several partitions); several stores: a task per slot,
    * each with its share of new partitions, all their stores.

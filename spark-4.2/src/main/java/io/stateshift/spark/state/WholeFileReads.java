@@ -18,8 +18,8 @@ import org.apache.hadoop.util.functional.FutureIO;
  *
  * <p>On S3 the GET goes through S3A's own client where {@link S3Objects} applies: one request
  * pinned to the listed etag, without S3A's input stream. (Hadoop 3.5's default stream, the
- * analytics accelerator, took about twice as long for these small whole-object reads on a loopback
- * S3 server: docs/object-stores-and-clusters.md.)
+ * analytics accelerator, took about 1.5 times as long for these small whole-object reads on a
+ * loopback S3 server: docs/object-stores-and-clusters.md.)
  */
 final class WholeFileReads {
   private static final String READ_POLICY = "fs.option.openfile.read.policy";
