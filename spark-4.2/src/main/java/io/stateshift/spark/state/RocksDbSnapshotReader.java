@@ -12,7 +12,6 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
-import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
@@ -168,8 +167,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
         return null;
       }
       File metadataFile = new File(dir, "metadata");
-      RocksDBCheckpointMetadata metadata =
-          RocksDBCheckpointMetadata$.MODULE$.readFromFile(metadataFile);
+      RocksDBCheckpointMetadata metadata = RocksDbMetadataFile.read(metadataFile);
       if (!metadata.logFiles().isEmpty()) {
         emptyFolder(dir);
         return null;

@@ -23,6 +23,10 @@ public final class ScalaBridge {
     return Option.empty();
   }
 
+  static <K, V> scala.collection.immutable.Map<K, V> immutableMap(java.util.Map<K, V> map) {
+    return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(map));
+  }
+
   static <K, V> scala.collection.immutable.Map<K, V> emptyMap() {
     return scala.collection.immutable.Map$.MODULE$.empty();
   }
