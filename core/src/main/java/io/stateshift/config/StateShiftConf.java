@@ -333,8 +333,9 @@ public final class StateShiftConf {
           Section.JOB,
           "spark.stateshift.task.ioThreads",
           4,
-          "Stores each task of the job works on at once when the checkpoint is not on a local"
-              + " disk (an object store, HDFS): there a store's time is mostly waiting on its"
+          "Stores each task of the job (a repartition's, or a restart's from a prepared layout)"
+              + " works on at once when the checkpoint is not on a local disk (an object store,"
+              + " HDFS): there a store's time is mostly waiting on its"
               + " downloads and uploads, which a task overlaps with other stores' reading and"
               + " merging. Each store being read holds up to 32 MB of entries on the heap. `1`"
               + " keeps a task to `spark.task.cpus` stores at once, as on a local disk.");

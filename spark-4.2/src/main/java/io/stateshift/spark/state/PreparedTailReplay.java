@@ -5,6 +5,7 @@ import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.StateFileDamage;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -48,11 +49,12 @@ import scala.reflect.ClassTag$;
  * (batches V+1..L), the HDFS-backed store's delta files or RocksDB's changelog files (the same
  * record format), keeps the newest entry of each key, a put or a removal ({@link DeltaChain}), and
  * sends it to its new partition with the repartition's placement ({@link
- * StateStores.KeyPlacement}); one task per new (store, partition) checks its prepared file's
- * SHA-256 against the manifest and writes version L+2 into the attempt's staging folder, as the
- * full path would. On the HDFS-backed store it streams the prepared snapshot, leaves out the keys
- * the tail changed and adds the tail's puts; on RocksDB it opens the prepared version and applies
- * the tail to it ({@link RocksDbTailApply}), carrying the prepared SST files over undecoded.
+ * StateStores.KeyPlacement}); a write task per new (store, partition) (several at once on a remote
+ * checkpoint) checks the prepared file's SHA-256 against the manifest and writes version L+2 into
+ * the attempt's staging folder, as the full path would. On the HDFS-backed store it streams the
+ * prepared snapshot, leaves out the keys the tail changed and adds the tail's puts; on RocksDB it
+ * opens the prepared version and applies the tail to it ({@link RocksDbTailApply}), carrying the
+ * prepared SST files over undecoded.
  *
  * <p>A key lives in one old partition, so the tails of different old partitions never touch the
  * same key, and applying each key's newest entry is applying the batches in order.
@@ -148,16 +150,17 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       int readTasks = Math.min(sources.size(), Math.max(1, 2 * jsc.defaultParallelism()));
       RDD<Tuple2<byte[], Object>> tagged =
           jsc.parallelize(sources, readTasks).flatMap(this::readTail).rdd();
+      int targets = stores.size() * newPartitions;
+      int perTask = targetsPerWriteTask(spark, targets, jsc.defaultParallelism());
       ShuffledRDD<byte[], Object, Object> shuffled =
           new ShuffledRDD<>(
-              tagged,
-              new StateRecords.TargetPartitioner(stores.size() * newPartitions),
-              BYTES,
-              OBJECT,
-              OBJECT);
+              tagged, new StateRecords.TargetPartitioner(targets, perTask), BYTES, OBJECT, OBJECT);
       shuffled.setSerializer(new RawRecordSerializer());
       List<PartitionCount> written =
-          shuffled.toJavaRDD().mapPartitionsWithIndex(this::write, false).collect();
+          shuffled
+              .toJavaRDD()
+              .mapPartitionsWithIndex((task, records) -> write(task, perTask, records), false)
+              .collect();
       rowsReplayed = replayed.value();
       // the rows each new partition must hold: its prepared rows, minus the keys the tail
       // changed, plus the tail's puts, counted as they were applied
@@ -217,15 +220,28 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     return out.iterator();
   }
 
-  /** Writes one new partition: its prepared snapshot with the tail applied, as version L+2. */
-  private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> records)
-      throws IOException {
-    StoreSpec spec = stores.get(target / newPartitions);
-    int partition = target % newPartitions;
-    if (target == stores.size() * newPartitions - 1) {
-      FailPoints.reached("staging-task");
+  /**
+   * New partitions a write task takes: one on a local disk, where the work is CPU-bound; on a
+   * remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS}) several, written at once on a thread
+   * each, as a prepared partition's time there is mostly its download and upload.
+   */
+  private int targetsPerWriteTask(SparkSession spark, int targets, int cores) {
+    int atOnce = StateRedistributionJob.remoteIoThreads(spark, checkpointRoot, conf());
+    return Math.max(1, Math.min(atOnce, targets / Math.max(1, cores)));
+  }
+
+  /**
+   * One write task: the new partitions {@code task * perTask ..}, each its prepared file with the
+   * tail applied, as version L+2, on a thread each.
+   */
+  private Iterator<PartitionCount> write(
+      int task, int perTask, Iterator<Tuple2<byte[], Object>> records) throws IOException {
+    int first = task * perTask;
+    int end = Math.min(first + perTask, stores.size() * newPartitions);
+    List<Map<ByteBuffer, byte[]>> tails = new ArrayList<>();
+    for (int t = first; t < end; t++) {
+      tails.add(new HashMap<>());
     }
-    Map<ByteBuffer, byte[]> tail = new HashMap<>();
     while (records.hasNext()) {
       byte[] record = records.next()._1();
       int keyLength = StateRecords.keyLength(record);
@@ -235,12 +251,47 @@ final class PreparedTailReplay implements Redistribution, Serializable {
           record[valueOffset] == PUT
               ? Arrays.copyOfRange(record, valueOffset + 1, record.length)
               : null;
-      tail.put(ByteBuffer.wrap(key), value);
+      tails.get(StateRecords.target(record) - first).put(ByteBuffer.wrap(key), value);
+    }
+    List<Integer> targets = new ArrayList<>();
+    for (int t = first; t < end; t++) {
+      targets.add(t);
+    }
+    StateStoreConf storeConf = StateStores.storeConf(storeSettings);
+    try (RocksDbTaskScope scope =
+        rocksDb
+            ? RocksDbTaskScope.open(stagingRoot + "/state", stores.get(0), storeConf, conf())
+            : null) {
+      if (rocksDb && scope == null) {
+        throw new IllegalStateException(
+            "The state store settings of " + checkpointRoot + " do not open a RocksDB store");
+      }
+      return StateRedistributionJob.onThreads(
+              targets,
+              targets.size(),
+              t -> {
+                try {
+                  return writeTarget(t, tails.get(t - first), scope);
+                } catch (IOException e) {
+                  throw new UncheckedIOException(e);
+                }
+              })
+          .iterator();
+    }
+  }
+
+  /** Writes one new partition: its prepared file with the tail applied, as version L+2. */
+  private PartitionCount writeTarget(
+      int target, Map<ByteBuffer, byte[]> tail, RocksDbTaskScope scope) throws IOException {
+    StoreSpec spec = stores.get(target / newPartitions);
+    int partition = target % newPartitions;
+    if (target == stores.size() * newPartitions - 1) {
+      FailPoints.reached("staging-task");
     }
     PreparedManifest.PartitionFile prepared = preparedFile(spec, partition);
     Path preparedPath = new Path(checkpointRoot, prepared.file());
     if (rocksDb) {
-      return List.of(writeRocksDb(spec, partition, prepared, preparedPath, tail)).iterator();
+      return writeRocksDb(scope, spec, partition, prepared, preparedPath, tail);
     }
     Path out =
         new Path(new Path(stagingRoot, spec.dir(partition)), (lastCommitted + 2) + ".snapshot");
@@ -303,11 +354,12 @@ final class PreparedTailReplay implements Redistribution, Serializable {
               + prepared.sha256(),
           null);
     }
-    return List.of(new PartitionCount(spec.slot(), partition, rows, bytes, null)).iterator();
+    return new PartitionCount(spec.slot(), partition, rows, bytes, null);
   }
 
   /** One new RocksDB partition: the prepared version, its zip checked, with the tail applied. */
   private PartitionCount writeRocksDb(
+      RocksDbTaskScope scope,
       StoreSpec spec,
       int partition,
       PreparedManifest.PartitionFile prepared,
@@ -327,7 +379,6 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     timer.lap("digest");
     String stateRoot = stagingRoot + "/state";
-    StateStoreConf storeConf = StateStores.storeConf(storeSettings);
     // the prepared layout's own state folder: the staged folder that holds state/<op>/<p>/...
     String preparedRoot =
         new Path(
@@ -335,11 +386,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
                 "staged/state")
             .toString();
     long rows;
-    try (RocksDbTaskScope scope = RocksDbTaskScope.open(stateRoot, spec, storeConf, conf())) {
-      if (scope == null) {
-        throw new IllegalStateException(
-            "The state store settings of " + checkpointRoot + " do not open a RocksDB store");
-      }
+    try {
       rows =
           RocksDbTailApply.apply(
               scope,

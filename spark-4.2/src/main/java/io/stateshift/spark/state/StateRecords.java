@@ -82,32 +82,43 @@ final class StateRecords {
     }
   }
 
-  /** Sends each record to the shuffle partition numbered in its header. */
+  /**
+   * Sends each record to the shuffle partition of its target in the header: target {@code t} to
+   * partition {@code t / targetsPerPartition}, so that one task may write several targets.
+   */
   static final class TargetPartitioner extends Partitioner {
     private final int targets;
+    private final int targetsPerPartition;
 
     TargetPartitioner(int targets) {
+      this(targets, 1);
+    }
+
+    TargetPartitioner(int targets, int targetsPerPartition) {
       this.targets = targets;
+      this.targetsPerPartition = Math.max(1, targetsPerPartition);
     }
 
     @Override
     public int numPartitions() {
-      return targets;
+      return (targets + targetsPerPartition - 1) / targetsPerPartition;
     }
 
     @Override
     public int getPartition(Object record) {
-      return target((byte[]) record);
+      return target((byte[]) record) / targetsPerPartition;
     }
 
     @Override
     public boolean equals(Object other) {
-      return other instanceof TargetPartitioner t && t.targets == targets;
+      return other instanceof TargetPartitioner t
+          && t.targets == targets
+          && t.targetsPerPartition == targetsPerPartition;
     }
 
     @Override
     public int hashCode() {
-      return targets;
+      return targets * 31 + targetsPerPartition;
     }
   }
 }

@@ -673,8 +673,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * the checkpoint is not on a local disk, where a store mostly waits on its requests; else 1.
    */
   private int remoteIoThreads(SparkSession spark) {
+    return remoteIoThreads(spark, checkpointRoot(), hadoopConf());
+  }
+
+  /** {@link #remoteIoThreads(SparkSession)} for the checkpoint at {@code root}. */
+  static int remoteIoThreads(SparkSession spark, String root, Configuration conf) {
     try {
-      org.apache.hadoop.fs.FileSystem fs = new Path(checkpointRoot()).getFileSystem(hadoopConf());
+      org.apache.hadoop.fs.FileSystem fs = new Path(root).getFileSystem(conf);
       if (fs instanceof org.apache.hadoop.fs.LocalFileSystem
           || fs instanceof org.apache.hadoop.fs.RawLocalFileSystem) {
         return 1;
@@ -694,7 +699,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * results in the items' order. Most of a small store's time goes to the fixed steps of a RocksDB
    * instance (open, upload: file creation, fsyncs), which overlap well.
    */
-  private static <T, R> List<R> onThreads(
+  static <T, R> List<R> onThreads(
       List<T> items, int threads, java.util.function.Function<T, R> work) {
     if (items.size() == 1 || threads <= 1) {
       List<R> results = new ArrayList<>();
