@@ -27,9 +27,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * The checkpoint on a real S3 API (s3proxy on loopback, {@link S3Server}) through Hadoop's S3A
  * connector, for each state store: a repartition up and one down, {@code verify}, a rollback that
- * restores the layout byte for byte, the on-demand path at a query's start, and a second
- * repartition refused while the lock is held; the query's whole output equals an uninterrupted
- * run's.
+ * restores the layout byte for byte, the on-demand path at a query's start (from a layout prepared
+ * while the query ran, where the store logs its changes), and a second repartition refused while
+ * the lock is held; the query's whole output equals an uninterrupted run's.
  */
 class ObjectStoreTest {
   private static S3Server s3;
@@ -49,7 +49,8 @@ class ObjectStoreTest {
     }
   }
 
-  @ParameterizedTest(name = "{0} state, checkpoint on s3a: 4 -> 6 -> 3, rollback, on-demand 3")
+  @ParameterizedTest(
+      name = "{0} state, checkpoint on s3a: 4 -> 6 -> 3, rollback, prepare 8, on-demand 8")
   @EnumSource(
       value = StateStores.class,
       names = {"HDFS", "ROCKSDB", "ROCKSDB_CHANGELOG"})
@@ -85,14 +86,28 @@ class ObjectStoreTest {
     assertThat(withoutStateshiftFolder(digest(checkpoint))).isEqualTo(beforeDown);
     assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
 
-    // the on-demand path: the query starts with 3 partitions set, and repartitions itself
-    Map<String, String> onDemand = new java.util.HashMap<>(conf);
-    onDemand.put(StateShiftExtensions.STATE_PARTITIONS, "3");
+    // the on-demand path: the query starts with 8 partitions set, and repartitions itself; where
+    // the store keeps the logs of its changes, from a layout prepared before a tail batch (two
+    // write tasks of four new partitions each on S3)
+    boolean prepared = store != StateStores.ROCKSDB;
+    if (prepared) {
+      StateShift.get(spark).prepareState(checkpoint).toPartitions(8).execute();
+    }
     run.writeEvents(3, 300, 30);
-    run.writeFlush(4);
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
+    Map<String, String> onDemand = new java.util.HashMap<>(conf);
+    onDemand.put(StateShiftExtensions.STATE_PARTITIONS, "8");
+    run.writeEvents(4, 300, 30);
+    run.writeFlush(5);
     List<StreamingQueryProgress> last =
         run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, onDemand);
-    assertThat(StreamRun.stateInstances(last)).containsOnly(3L);
+    assertThat(StreamRun.stateInstances(last)).containsOnly(8L);
+    RepartitionResult atStart =
+        StateShiftExtensions.lastRepartition(last.get(0).id()).orElseThrow();
+    assertThat(atStart.path().prepared()).isEqualTo(prepared);
+    if (prepared) {
+      assertThat(atStart.path().rowsReplayed()).isPositive();
+    }
     assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
     assertThat(files(checkpoint).exists(files(checkpoint).path("_stateshift/journal"))).isFalse();
     assertThat(files(checkpoint).exists(files(checkpoint).path("_stateshift/lock"))).isFalse();
