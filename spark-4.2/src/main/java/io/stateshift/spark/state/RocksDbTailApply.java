@@ -3,6 +3,9 @@ package io.stateshift.spark.state;
 import io.stateshift.checkpoint.PreparedManifest;
 import java.io.File;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
@@ -11,6 +14,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.FlushOptions;
 import org.rocksdb.RocksDBException;
+import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
 /**
@@ -78,16 +82,26 @@ final class RocksDbTailApply {
               org.rocksdb.RocksDB.open(scope.options(), dir.getAbsolutePath());
           WriteOptions write = new WriteOptions().setDisableWAL(true)) {
         timer.lap("open");
-        for (Map.Entry<ByteBuffer, byte[]> change : tail.entrySet()) {
-          byte[] key = change.getKey().array();
-          boolean existed = db.get(key) != null;
-          if (change.getValue() != null) {
-            db.put(write, key, change.getValue());
-            rows += existed ? 0 : 1;
-          } else if (existed) {
-            db.delete(write, key);
-            rows--;
+        // in key order, looked up in one call and written in one batch: each change's lookup
+        // and write then walk the files in one direction, with no round trip per key
+        List<byte[]> keys = new ArrayList<>(tail.size());
+        tail.keySet().forEach(key -> keys.add(key.array()));
+        keys.sort(Arrays::compareUnsigned);
+        List<byte[]> before = db.multiGetAsList(keys);
+        try (WriteBatch batch = new WriteBatch()) {
+          for (int i = 0; i < keys.size(); i++) {
+            byte[] key = keys.get(i);
+            boolean existed = before.get(i) != null;
+            byte[] value = tail.get(ByteBuffer.wrap(key));
+            if (value != null) {
+              batch.put(key, value);
+              rows += existed ? 0 : 1;
+            } else if (existed) {
+              batch.delete(key);
+              rows--;
+            }
           }
+          db.write(write, batch);
         }
         timer.lap("apply");
         try (FlushOptions flush = new FlushOptions().setWaitForFlush(true)) {
