@@ -43,11 +43,7 @@ class RocksDbMetadataFileTest {
         RocksDBCheckpointMetadata$.MODULE$.apply(
             ScalaBridge.seq(List.<RocksDBImmutableFile>of()), 0L);
     for (RocksDBCheckpointMetadata written : List.of(withLogs, sstsOnly, empty)) {
-      File file = write(written);
-      assertThat(RocksDbMetadataFile.plain(Files.readString(file.toPath()))).isEqualTo(written);
-      assertThat(RocksDbMetadataFile.read(file))
-          .isEqualTo(written)
-          .isEqualTo(RocksDBCheckpointMetadata$.MODULE$.readFromFile(file));
+      assertReadAsWritten(written);
     }
   }
 
@@ -77,35 +73,38 @@ class RocksDbMetadataFileTest {
             scala.Option.apply(ScalaBridge.<String, Object>emptyMap()),
             scala.Option.apply((Object) (short) 0));
     for (RocksDBCheckpointMetadata metadata : List.of(written, none)) {
-      File file = write(metadata);
-      assertThat(RocksDbMetadataFile.plain(Files.readString(file.toPath()))).isEqualTo(metadata);
-      assertThat(RocksDbMetadataFile.read(file))
-          .isEqualTo(metadata)
-          .isEqualTo(RocksDBCheckpointMetadata$.MODULE$.readFromFile(file));
+      assertReadAsWritten(metadata);
     }
   }
 
   @Test
   void leavesAnyOtherTextToSparksReader() {
-    assertThat(RocksDbMetadataFile.plain("v2\n{\"sstFiles\":[],\"numKeys\":0}")).isNull();
-    assertThat(RocksDbMetadataFile.plain("v1\n{\"sstFiles\":[")).isNull();
-    // a mapping without its highest id, which Spark's reader refuses
-    assertThat(
-            RocksDbMetadataFile.plain(
-                "v1\n{\"sstFiles\":[],\"numKeys\":0,\"numInternalKeys\":0,"
-                    + "\"columnFamilyMapping\":{\"default\":0}}"))
-        .isNull();
-    assertThat(RocksDbMetadataFile.plain("v1\n{\"sstFiles\":[],\"numKeys\":\"3\"}")).isNull();
-    assertThat(RocksDbMetadataFile.plain("v1\n{\"numKeys\":0,\"numInternalKeys\":0}")).isNull();
-    assertThat(
-            RocksDbMetadataFile.plain(
-                "v1\n{\"sstFiles\":[{\"localFileName\":\"1.sst\",\"sizeBytes\":1}],"
-                    + "\"numKeys\":0,\"numInternalKeys\":0}"))
-        .isNull();
-    assertThat(
-            RocksDbMetadataFile.plain(
-                "v1\n{\"sstFiles\":[],\"numKeys\":0,\"numInternalKeys\":0,\"later\":1}"))
-        .isNull();
+    List<String> others =
+        List.of(
+            "v2\n{\"sstFiles\":[],\"numKeys\":0}", // another version line
+            "v1\n{\"sstFiles\":[", // cut short
+            // a mapping without its highest id, which Spark's reader refuses
+            "v1\n{\"sstFiles\":[],\"numKeys\":0,\"numInternalKeys\":0,"
+                + "\"columnFamilyMapping\":{\"default\":0}}",
+            "v1\n{\"sstFiles\":[],\"numKeys\":\"3\"}", // a count as text
+            "v1\n{\"numKeys\":0,\"numInternalKeys\":0}", // no SST files
+            // an SST file without its name in the checkpoint
+            "v1\n{\"sstFiles\":[{\"localFileName\":\"1.sst\",\"sizeBytes\":1}],"
+                + "\"numKeys\":0,\"numInternalKeys\":0}",
+            // a field of a later Spark
+            "v1\n{\"sstFiles\":[],\"numKeys\":0,\"numInternalKeys\":0,\"later\":1}");
+    for (String text : others) {
+      assertThat(RocksDbMetadataFile.plain(text)).as(text).isNull();
+    }
+  }
+
+  /** Written by Spark's writer, read back here as written and as Spark's reader reads it. */
+  private void assertReadAsWritten(RocksDBCheckpointMetadata written) throws Exception {
+    File file = write(written);
+    assertThat(RocksDbMetadataFile.plain(Files.readString(file.toPath()))).isEqualTo(written);
+    assertThat(RocksDbMetadataFile.read(file))
+        .isEqualTo(written)
+        .isEqualTo(RocksDBCheckpointMetadata$.MODULE$.readFromFile(file));
   }
 
   private File write(RocksDBCheckpointMetadata metadata) throws Exception {
