@@ -49,12 +49,12 @@ import scala.reflect.ClassTag$;
  * (batches V+1..L), the HDFS-backed store's delta files or RocksDB's changelog files (the same
  * record format), keeps the newest entry of each key, a put or a removal ({@link DeltaChain}), and
  * sends it to its new partition with the repartition's placement ({@link
- * StateStores.KeyPlacement}); a write task per new (store, partition) (several at once on a remote
- * checkpoint) checks the prepared file's SHA-256 against the manifest and writes version L+2 into
- * the attempt's staging folder, as the full path would. On the HDFS-backed store it streams the
- * prepared snapshot, leaves out the keys the tail changed and adds the tail's puts; on RocksDB it
- * opens the prepared version and applies the tail to it ({@link RocksDbTailApply}), carrying the
- * prepared SST files over undecoded.
+ * StateStores.KeyPlacement}); each write task takes a few new (store, partition)s (at once on a
+ * remote checkpoint), checks each prepared file's SHA-256 against the manifest and writes version
+ * L+2 into the attempt's staging folder, as the full path would. On the HDFS-backed store it
+ * streams the prepared snapshot, leaves out the keys the tail changed and adds the tail's puts; on
+ * RocksDB it opens the prepared version and applies the tail to it ({@link RocksDbTailApply}),
+ * carrying the prepared SST files over undecoded.
  *
  * <p>A key lives in one old partition, so the tails of different old partitions never touch the
  * same key, and applying each key's newest entry is applying the batches in order.
@@ -64,6 +64,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   private static final byte REMOVE = 0;
   private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
   private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
+  private static final int LOCAL_TARGETS_PER_TASK = 4;
 
   private record SourceTask(int slot, int partition) implements Serializable {}
 
@@ -151,7 +152,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       RDD<Tuple2<byte[], Object>> tagged =
           jsc.parallelize(sources, readTasks).flatMap(this::readTail).rdd();
       int targets = stores.size() * newPartitions;
-      int perTask = targetsPerWriteTask(spark, targets, jsc.defaultParallelism());
+      int atOnce = StateRedistributionJob.remoteIoThreads(spark, checkpointRoot, conf());
+      int perTask = targetsPerWriteTask(atOnce, targets, jsc.defaultParallelism());
       ShuffledRDD<byte[], Object, Object> shuffled =
           new ShuffledRDD<>(
               tagged, new StateRecords.TargetPartitioner(targets, perTask), BYTES, OBJECT, OBJECT);
@@ -159,7 +161,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       List<PartitionCount> written =
           shuffled
               .toJavaRDD()
-              .mapPartitionsWithIndex((task, records) -> write(task, perTask, records), false)
+              .mapPartitionsWithIndex(
+                  (task, records) -> write(task, perTask, atOnce, records), false)
               .collect();
       rowsReplayed = replayed.value();
       // the rows each new partition must hold: its prepared rows, minus the keys the tail
@@ -221,21 +224,23 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   }
 
   /**
-   * New partitions a write task takes: one on a local disk, where the work is CPU-bound; on a
-   * remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS}) several, written at once on a thread
-   * each, as a prepared partition's time there is mostly its download and upload.
+   * New partitions a write task takes: on a local disk, four one after another, since a partition's
+   * work there (20-30 ms) is close to what Spark spends launching and feeding a task (10-15 ms); on
+   * a remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS}) several, written at once on a
+   * thread each, as a prepared partition's time there is mostly its download and upload.
    */
-  private int targetsPerWriteTask(SparkSession spark, int targets, int cores) {
-    int atOnce = StateRedistributionJob.remoteIoThreads(spark, checkpointRoot, conf());
-    return Math.max(1, Math.min(atOnce, targets / Math.max(1, cores)));
+  private int targetsPerWriteTask(int atOnce, int targets, int cores) {
+    int perCore = Math.max(1, targets / Math.max(1, cores));
+    return atOnce > 1 ? Math.min(atOnce, perCore) : Math.min(LOCAL_TARGETS_PER_TASK, perCore);
   }
 
   /**
    * One write task: the new partitions {@code task * perTask ..}, each its prepared file with the
-   * tail applied, as version L+2, on a thread each.
+   * tail applied, as version L+2, {@code atOnce} at a time.
    */
   private Iterator<PartitionCount> write(
-      int task, int perTask, Iterator<Tuple2<byte[], Object>> records) throws IOException {
+      int task, int perTask, int atOnce, Iterator<Tuple2<byte[], Object>> records)
+      throws IOException {
     int first = task * perTask;
     int end = Math.min(first + perTask, stores.size() * newPartitions);
     List<Map<ByteBuffer, byte[]>> tails = new ArrayList<>();
@@ -268,7 +273,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       }
       return StateRedistributionJob.onThreads(
               targets,
-              targets.size(),
+              atOnce,
               t -> {
                 try {
                   return writeTarget(t, tails.get(t - first), scope);
