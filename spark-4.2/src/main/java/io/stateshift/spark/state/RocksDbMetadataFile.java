@@ -87,7 +87,7 @@ final class RocksDbMetadataFile {
     JsonNode maxId = root.get("maxColumnFamilyId");
     scala.Option<Object> maxColumnFamilyId = ScalaBridge.none();
     if (maxId != null && !maxId.isNull()) {
-      if (!integral(maxId) || maxId.longValue() != (short) maxId.longValue()) {
+      if (!isShort(maxId)) {
         return null;
       }
       maxColumnFamilyId = scala.Option.apply((Object) (short) maxId.longValue());
@@ -126,7 +126,7 @@ final class RocksDbMetadataFile {
         }
         out.put(field.getKey(), value.booleanValue());
       } else {
-        if (!integral(value) || value.longValue() != (short) value.longValue()) {
+        if (!isShort(value)) {
           return null;
         }
         out.put(field.getKey(), (short) value.longValue());
@@ -168,6 +168,11 @@ final class RocksDbMetadataFile {
       }
     }
     return true;
+  }
+
+  /** A column family id: Spark keeps it as a short. */
+  private static boolean isShort(JsonNode node) {
+    return integral(node) && node.longValue() == (short) node.longValue();
   }
 
   private static boolean integral(JsonNode node) {
