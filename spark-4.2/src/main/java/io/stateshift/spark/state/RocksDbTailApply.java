@@ -84,15 +84,16 @@ final class RocksDbTailApply {
         timer.lap("open");
         // in key order, looked up in one call and written in one batch: each change's lookup
         // and write then walk the files in one direction, with no round trip per key
-        List<byte[]> keys = new ArrayList<>(tail.size());
-        tail.keySet().forEach(key -> keys.add(key.array()));
-        keys.sort(Arrays::compareUnsigned);
+        List<Map.Entry<ByteBuffer, byte[]>> changes = new ArrayList<>(tail.entrySet());
+        changes.sort((a, b) -> Arrays.compareUnsigned(a.getKey().array(), b.getKey().array()));
+        List<byte[]> keys = new ArrayList<>(changes.size());
+        changes.forEach(change -> keys.add(change.getKey().array()));
         List<byte[]> before = db.multiGetAsList(keys);
         try (WriteBatch batch = new WriteBatch()) {
           for (int i = 0; i < keys.size(); i++) {
             byte[] key = keys.get(i);
             boolean existed = before.get(i) != null;
-            byte[] value = tail.get(ByteBuffer.wrap(key));
+            byte[] value = changes.get(i).getValue();
             if (value != null) {
               batch.put(key, value);
               rows += existed ? 0 : 1;
