@@ -21,18 +21,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker;
+import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.internal.SQLConf;
 
 /**
@@ -707,22 +704,30 @@ final class LayoutReader {
               + "spark.sql.streaming.stateStore.stateSchemaCheck is false; stateshift needs it to "
               + "place keys.)");
     }
-    StateStoreId id = new StateStoreId(files.path("state").toString(), operatorId, 0, store.name());
-    try {
+    // Read through the checkpoint's cached FileSystem, not the checker's own file manager: on
+    // s3a that one wraps a fresh S3AFileSystem that a finalizer closes once the checker is
+    // unreachable, which can happen while its stream is still being read.
+    try (org.apache.hadoop.fs.FSDataInputStream in = files.fs().open(files.path(schemaFile))) {
       List<StateStoreColFamilySchema> schemas =
-          ScalaBridge.javaList(
-              new StateSchemaCompatibilityChecker(
-                      new StateStoreProviderId(id, UUID.randomUUID()),
-                      files.conf(),
-                      ScalaBridge.list(List.of()),
-                      ScalaBridge.none(),
-                      false)
-                  .readSchemaFile());
+          ScalaBridge.javaList(StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in));
       return schemas.stream()
           .filter(s -> s.colFamilyName().equals("default"))
           .findFirst()
           .orElseThrow(() -> new IllegalStateException("no default column family"));
     } catch (Exception e) { // Spark also throws checked exceptions here (EOFException, ...)
+      if (isIoFailure(e)) {
+        throw new StateShiftException(
+            Reason.FAILED,
+            "Could not read "
+                + schemaFile
+                + " of "
+                + files.root()
+                + " ("
+                + e
+                + "). This is an I/O error, not damage: check that the file system is "
+                + "reachable and run again. Nothing was changed.",
+            e);
+      }
       throw Checkpoint.corrupt(
           files,
           "the state schema of operator "
@@ -736,5 +741,25 @@ final class LayoutReader {
               + ")",
           RESTORE);
     }
+  }
+
+  /**
+   * Whether reading failed on the way to the bytes (the file system: run again) rather than on the
+   * bytes themselves (a file cut short or garbled: damage).
+   */
+  static boolean isIoFailure(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof java.util.concurrent.RejectedExecutionException) {
+        return true;
+      }
+      if (t instanceof java.io.IOException
+          && !(t instanceof java.io.EOFException)
+          && !(t instanceof java.io.CharConversionException)
+          && !(t instanceof java.io.UTFDataFormatException)
+          && !t.getClass().getName().contains("Json")) {
+        return true;
+      }
+    }
+    return false;
   }
 }
