@@ -51,6 +51,7 @@ class CrashSafetyTest {
       Set.of(
           "journal-switching",
           "offsets",
+          "replaced",
           "publish-first-file",
           "published",
           "commit",

@@ -25,11 +25,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A repartition that starts from a prepared layout (HDFS-backed, or RocksDB with changelog
- * checkpointing), killed with SIGKILL (in a separate JVM) while a task replays the tail onto a new
- * partition, after the replay, or in the switch, leaves the old layout or the new one, never a mix:
- * the query restarted with StateShiftExtensions undoes or finishes the attempt, runs on whichever
- * layout that is and writes the uninterrupted output. The prepared layout is only read, so after an
- * undone attempt the next repartition uses it again.
+ * checkpointing), killed with SIGKILL (in a separate JVM) while a task stages a new partition,
+ * after staging, after the switch moved aside the old snapshots whose version the new base takes,
+ * after its first file moved in, or after all of them, leaves the old layout or the new one, never
+ * a mix: the query restarted with StateShiftExtensions undoes or finishes the attempt, runs on
+ * whichever layout that is and writes the uninterrupted output. On a local disk the prepared files
+ * are linked, not moved, so after an undone attempt the next repartition uses them again.
  */
 class PreparedCrashSafetyTest {
   static final int FROM = 4;
@@ -47,7 +48,7 @@ class PreparedCrashSafetyTest {
   static Stream<Arguments> killPoints() {
     return TestSets.everyStep(
         List.of(StateStores.ROCKSDB_CHANGELOG, StateStores.HDFS),
-        List.of("staging-task", "staged", "published"));
+        List.of("staging-task", "staged", "replaced", "publish-first-file", "published"));
   }
 
   static Stream<Arguments> prepareStores() {
@@ -73,7 +74,12 @@ class PreparedCrashSafetyTest {
             .orElseThrow()
             .preparedBatch();
     run.writeEvents(1, 200, 30); // the tail the restart replays
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(FROM));
+    // with a snapshot of its version in each old partition, where the new base goes
+    PreparedRepartitionTest.runWithSnapshotOfLastVersion(spark, run, checkpoint, sink, store, FROM);
+    String base =
+        (PreparedRepartitionTest.lastCommitted(checkpoint) + 1)
+            + (store == StateStores.HDFS ? ".snapshot" : ".zip");
+    assertThat(checkpoint.resolve("state/0/0/" + base)).exists();
 
     Path log = tmp.resolve("child.log");
     int exit =

@@ -202,6 +202,84 @@ class PreparedRepartitionTest {
     finishAndCompare(run, checkpoint, sink, store);
   }
 
+  static Stream<Arguments> bothStores() {
+    return Stream.of(Arguments.of(StateStores.HDFS), Arguments.of(StateStores.ROCKSDB_CHANGELOG));
+  }
+
+  /**
+   * Each new partition's base is version N+1, a name the old partition's own snapshot of N+1 may
+   * hold already (Spark's maintenance writes one every few versions): the switch moves the old one
+   * aside, the new layout writes the uninterrupted output, and a rollback (on a copy made before
+   * the repartition) restores the old layout byte for byte.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("bothStores")
+  void oldSnapshotsOfTheBaseVersionAreMovedAsideAndBackOnRollback(StateStores store)
+      throws IOException {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, store.withPartitions(4));
+    prepare(checkpoint, 6);
+    write(run, FILES_BEFORE, FILES_TAIL);
+    runWithSnapshotOfLastVersion(spark, run, checkpoint, sink, store, 4);
+    long base = lastCommitted(checkpoint) + 1;
+    String snapshot = base + (store == StateStores.HDFS ? ".snapshot" : ".zip");
+    assertThat(checkpoint.resolve("state/0/0/" + snapshot)).exists();
+    byte[] old = Files.readAllBytes(checkpoint.resolve("state/0/0/" + snapshot));
+
+    Path copy = tmp.resolve("copy");
+    copyTree(checkpoint, copy);
+    Map<String, String> before = withoutStateshiftFolder(CheckpointDigest.of(copy));
+    RepartitionResult copied =
+        StateShift.get(spark)
+            .repartitionState(copy.toString())
+            .toPartitions(6)
+            .assumeStopped()
+            .execute();
+    assertThat(copied.path().prepared()).isTrue();
+    StateShift.get(spark).rollbackRepartition(copy.toString(), true);
+    assertThat(withoutStateshiftFolder(CheckpointDigest.of(copy))).isEqualTo(before);
+
+    RepartitionResult result = repartition(checkpoint, 6);
+    assertThat(result.path().prepared()).isTrue();
+    assertThat(result.path().rowsReplayed()).isPositive();
+    assertThat(Files.readAllBytes(checkpoint.resolve("state/0/0/" + snapshot))).isNotEqualTo(old);
+    try (Stream<Path> retired = Files.walk(checkpoint.resolve("_stateshift/attempts"))) {
+      assertThat(retired.filter(p -> p.endsWith("retired/state/0/0/" + snapshot)).toList())
+          .singleElement()
+          .satisfies(p -> assertThat(Files.readAllBytes(p)).isEqualTo(old));
+    }
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+    finishAndCompare(run, checkpoint, sink, store);
+  }
+
+  /**
+   * Runs the rest of the input with each old partition left holding a snapshot of the last version,
+   * as Spark's maintenance writes one every few versions in a long-running query: RocksDB's
+   * maintenance run as each task commits, with a snapshot of every version; the HDFS-backed store's
+   * maintenance run by its own provider afterwards.
+   */
+  static void runWithSnapshotOfLastVersion(
+      SparkSession spark, StreamRun run, Path checkpoint, Path sink, StateStores store, int n) {
+    Map<String, String> conf = new HashMap<>(store.withPartitions(n));
+    if (store != StateStores.HDFS) {
+      conf.put("spark.sql.streaming.stateStore.unloadOnCommit", "true");
+      conf.put("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1");
+    }
+    run.runAvailable(QUERY, checkpoint, sink, conf);
+    if (store == StateStores.HDFS) {
+      StoreMaintenance.run(spark, checkpoint, 1, 100);
+    }
+  }
+
+  private static Map<String, String> withoutStateshiftFolder(Map<String, String> digest) {
+    Map<String, String> out = new java.util.TreeMap<>(digest);
+    out.keySet().removeIf(k -> k.startsWith("_stateshift"));
+    return out;
+  }
+
   @Test
   void tailFilesRemovedByMaintenanceFallBackToTheFullPathAndSayWhy() {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));
@@ -394,7 +472,7 @@ class PreparedRepartitionTest {
     }
   }
 
-  private static long lastCommitted(Path checkpoint) throws IOException {
+  static long lastCommitted(Path checkpoint) throws IOException {
     try (Stream<Path> files = Files.list(checkpoint.resolve("commits"))) {
       return files
           .map(p -> p.getFileName().toString())

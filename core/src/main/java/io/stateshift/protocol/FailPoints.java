@@ -43,6 +43,12 @@ public final class FailPoints {
    */
   public static final String RETIRED_FORMAT = "retired-format";
 
+  /**
+   * After the old files a prepared layout's base versions replace are moved aside, before the new
+   * files move in (reached on every switch; the step moves files only from a prepared layout).
+   */
+  public static final String REPLACED = "replaced";
+
   private FailPoints() {}
 
   /** Tells {@code listener} each point reached, in this JVM; null stops it. For tests. */

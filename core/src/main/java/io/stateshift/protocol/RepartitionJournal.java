@@ -30,14 +30,21 @@ public record RepartitionJournal(
     String fromProvider,
     String toProvider,
     Integer fromFormatVersion,
-    Integer toFormatVersion) {
+    Integer toFormatVersion,
+    java.util.List<String> replacedFiles) {
 
   /**
    * The logs of the file sinks that get an empty entry for the new batch (absent in records written
-   * before file sinks were tracked).
+   * before file sinks were tracked); {@code replacedFiles}, the old layout's files under {@code
+   * state/} whose names a new file takes (a prepared layout's base version {@code N+1}, where the
+   * old partition has a snapshot of that version too): the switch moves each, with a checksum file
+   * beside it, into {@link #retiredDir} before it moves the new file in, and a rollback moves them
+   * back.
    */
   public RepartitionJournal {
     fileSinkLogs = fileSinkLogs == null ? java.util.List.of() : java.util.List.copyOf(fileSinkLogs);
+    replacedFiles =
+        replacedFiles == null ? java.util.List.of() : java.util.List.copyOf(replacedFiles);
   }
 
   /** Where an attempt is; the checkpoint's old layout is untouched until SWITCHING. */
@@ -90,6 +97,7 @@ public record RepartitionJournal(
         retiredRoot,
         null,
         fileSinkLogs,
+        null,
         null,
         null,
         null,
@@ -203,7 +211,31 @@ public record RepartitionJournal(
         fromProvider,
         toProvider,
         fromFormatVersion,
-        toFormatVersion);
+        toFormatVersion,
+        replacedFiles);
+  }
+
+  /** The same attempt, with the old files the switch moves aside (see {@link #replacedFiles}). */
+  RepartitionJournal withReplacedFiles(java.util.List<String> replaced) {
+    return new RepartitionJournal(
+        attemptId,
+        phase,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rowsBefore,
+        newFiles,
+        replacedMetadata,
+        retiredRoot,
+        newCommit,
+        fileSinkLogs,
+        fromProvider,
+        toProvider,
+        fromFormatVersion,
+        toFormatVersion,
+        replaced);
   }
 
   public static Optional<RepartitionJournal> read(CheckpointFiles files) {

@@ -347,13 +347,18 @@ public final class RepartitionRunner {
     FailPoints.reached("staged");
     List<RepartitionResult.StoreMove> moves = summarize(layout, outcome, ".");
     Map<String, Long> rowsBefore = new LinkedHashMap<>();
-    moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
+    if (!statePath.prepared()) {
+      // from a prepared layout the rows are the prepared batch's: Spark counts the tail's on load
+      moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
+    }
     phases.put("stage", System.currentTimeMillis() - phaseStart);
 
     phaseStart = System.currentTimeMillis();
+    List<String> newFiles = stagedFiles(journal);
     journal =
         journal
-            .withSwitchRecord(rowsBefore, stagedFiles(journal), v1Metadata(checkpoint), newCommit)
+            .withSwitchRecord(rowsBefore, newFiles, v1Metadata(checkpoint), newCommit)
+            .withReplacedFiles(statePath.prepared() ? replacedFiles(newFiles) : List.of())
             .withPhase(RepartitionJournal.Phase.SWITCHING);
     journal.save(files);
     FailPoints.reached("journal-switching");
@@ -882,6 +887,8 @@ public final class RepartitionRunner {
       files.writeNew(offsets, entry.toText());
     }
     FailPoints.reached("offsets");
+    retireReplacedFiles(journal);
+    FailPoints.reached(FailPoints.REPLACED);
     publishStagedFiles(journal);
     FailPoints.reached("published");
     for (StatefulOperator op : checkpoint.operators()) {
@@ -927,6 +934,54 @@ public final class RepartitionRunner {
       }
     }
     return out;
+  }
+
+  /**
+   * The old layout's files whose names new files take: from a prepared layout each new partition's
+   * base is version N+1, where the old partition may have its own snapshot of N+1 (and Spark's
+   * checksum file beside it). Only version files can collide; SST file names are unique.
+   */
+  private List<String> replacedFiles(List<String> newFiles) {
+    List<String> candidates = new ArrayList<>();
+    for (String relative : newFiles) {
+      if (!relative.contains("/SSTs/")) {
+        candidates.add(relative);
+        candidates.add(relative + ".crc");
+      }
+    }
+    List<String> replaced = java.util.Collections.synchronizedList(new ArrayList<>());
+    ParallelSteps.run(
+        candidates,
+        driverIoThreads(),
+        "replaced",
+        relative -> {
+          if (files.exists(files.path(relative))) {
+            replaced.add(relative);
+          }
+        });
+    return replaced.stream().sorted().toList();
+  }
+
+  /**
+   * Moves each replaced file into the attempt's retired folder, before the new file of that name
+   * moves in. Idempotent: a file whose new one is in place already (its staged copy gone) stays,
+   * and a move a crash interrupted is finished ({@link CheckpointFiles#rename}).
+   */
+  private void retireReplacedFiles(RepartitionJournal journal) {
+    Path staged = journal.stagedDir(files);
+    ParallelSteps.run(
+        journal.replacedFiles(),
+        driverIoThreads(),
+        "retire",
+        relative -> {
+          if (journal.newFiles().contains(relative) && !files.exists(new Path(staged, relative))) {
+            return; // the new file is in place
+          }
+          Path live = files.path(relative);
+          if (files.exists(live)) {
+            files.rename(live, new Path(journal.retiredDir(files), relative), false);
+          }
+        });
   }
 
   private void publishStagedFiles(RepartitionJournal journal) {

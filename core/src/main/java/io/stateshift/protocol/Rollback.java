@@ -145,7 +145,26 @@ public final class Rollback {
       }
     }
     for (String relative : journal.newFiles()) {
-      files.deleteQuietly(files.path(relative));
+      if (!journal.replacedFiles().contains(relative)) {
+        files.deleteQuietly(files.path(relative));
+      }
+    }
+    // A new file that took an old file's name: deleted only while the old one is still aside, so
+    // a rollback run again after the old file is back leaves it there.
+    for (String relative : journal.replacedFiles()) {
+      Path retired = new Path(journal.retiredDir(files), relative);
+      if (files.exists(retired)) {
+        Path live = files.path(relative);
+        if (journal.newFiles().contains(relative)) {
+          files.deleteQuietly(live);
+        }
+        try {
+          files.rename(retired, live, false);
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(
+              "Cannot move " + retired + " back to " + live + ": " + e.getMessage(), e);
+        }
+      }
     }
     if (journal.changesProvider() || journal.changesFormat()) {
       // RocksDB's SSTs folder, made by the migration in a partition folder it kept

@@ -334,6 +334,16 @@ final class HdfsFileExchange {
       put(value, valueOffset, valueLength);
     }
 
+    /**
+     * A removal: the key with value size -1, as Spark's delta files (and RocksDB's changelog files
+     * in their first format) record one.
+     */
+    void remove(byte[] key) throws IOException {
+      putInt(key.length);
+      put(key, 0, key.length);
+      putInt(-1);
+    }
+
     private void putInt(int v) throws IOException {
       if (used + 4 > buffer.length) {
         flushBuffer();

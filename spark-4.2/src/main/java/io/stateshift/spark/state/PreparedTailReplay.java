@@ -7,13 +7,11 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.security.DigestInputStream;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -33,9 +31,9 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.rdd.ShuffledRDD;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.LongAccumulator;
 import org.apache.spark.util.SerializableConfiguration;
@@ -50,11 +48,11 @@ import scala.reflect.ClassTag$;
  * record format), keeps the newest entry of each key, a put or a removal ({@link DeltaChain}), and
  * sends it to its new partition with the repartition's placement ({@link
  * StateStores.KeyPlacement}); each write task takes a few new (store, partition)s (at once on a
- * remote checkpoint), checks each prepared file's SHA-256 against the manifest and writes version
- * L+2 into the attempt's staging folder, as the full path would. On the HDFS-backed store it
- * streams the prepared snapshot, leaves out the keys the tail changed and adds the tail's puts; on
- * RocksDB it opens the prepared version and applies the tail to it ({@link RocksDbTailApply}),
- * carrying the prepared SST files over undecoded.
+ * remote checkpoint), checks each prepared file against the manifest (SHA-256, and for RocksDB the
+ * key count and SST file sizes its zip records) and stages two versions: the prepared state as
+ * version L+1, its files carried over as they are, and the tail as version L+2, a log of the newest
+ * put or removal of each key it changed. Spark's provider loads L+2 as after any restart: the
+ * snapshot of L+1, then the log.
  *
  * <p>A key lives in one old partition, so the tails of different old partitions never touch the
  * same key, and applying each key's newest entry is applying the batches in order.
@@ -78,7 +76,6 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   private final long lastCommitted;
   private final String codecName;
   private final boolean rocksDb;
-  private final HashMap<String, String> storeSettings;
   private final PreparedManifest manifest;
   private LongAccumulator replayed;
   private transient long rowsReplayed;
@@ -93,7 +90,6 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       long lastCommitted,
       String codecName,
       boolean rocksDb,
-      Map<String, String> storeSettings,
       PreparedManifest manifest) {
     this.checkpointRoot = checkpointRoot;
     this.stagingRoot = stagingRoot;
@@ -104,7 +100,6 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     this.lastCommitted = lastCommitted;
     this.codecName = codecName;
     this.rocksDb = rocksDb;
-    this.storeSettings = new HashMap<>(storeSettings);
     this.manifest = manifest;
   }
 
@@ -225,19 +220,16 @@ final class PreparedTailReplay implements Redistribution, Serializable {
 
   /**
    * New partitions a write task takes: on a local disk, four one after another, since a partition's
-   * work there (20-30 ms) is close to what Spark spends launching and feeding a task (10-15 ms); on
-   * a remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS}) several, written at once on a
-   * thread each, as a prepared partition's time there is mostly its download and upload.
+   * work there (a few links and one small file) is less than what Spark spends launching and
+   * feeding a task (10-15 ms); on a remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS})
+   * several, written at once on a thread each, as a partition's time there is round trips.
    */
   private int targetsPerWriteTask(int atOnce, int targets, int cores) {
     int perCore = Math.max(1, targets / Math.max(1, cores));
     return atOnce > 1 ? Math.min(atOnce, perCore) : Math.min(LOCAL_TARGETS_PER_TASK, perCore);
   }
 
-  /**
-   * One write task: the new partitions {@code task * perTask ..}, each its prepared file with the
-   * tail applied, as version L+2, {@code atOnce} at a time.
-   */
+  /** One write task: the new partitions {@code task * perTask ..}, {@code atOnce} at a time. */
   private Iterator<PartitionCount> write(
       int task, int perTask, int atOnce, Iterator<Tuple2<byte[], Object>> records)
       throws IOException {
@@ -262,151 +254,173 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     for (int t = first; t < end; t++) {
       targets.add(t);
     }
-    StateStoreConf storeConf = StateStores.storeConf(storeSettings);
-    try (RocksDbTaskScope scope =
-        rocksDb
-            ? RocksDbTaskScope.open(stagingRoot + "/state", stores.get(0), storeConf, conf())
-            : null) {
-      if (rocksDb && scope == null) {
-        throw new IllegalStateException(
-            "The state store settings of " + checkpointRoot + " do not open a RocksDB store");
-      }
-      return StateRedistributionJob.onThreads(
-              targets,
-              atOnce,
-              t -> {
-                try {
-                  return writeTarget(t, tails.get(t - first), scope);
-                } catch (IOException e) {
-                  throw new UncheckedIOException(e);
-                }
-              })
-          .iterator();
-    }
+    return StateRedistributionJob.onThreads(
+            targets,
+            atOnce,
+            t -> {
+              try {
+                return writeTarget(t, tails.get(t - first));
+              } catch (IOException e) {
+                throw new UncheckedIOException(e);
+              }
+            })
+        .iterator();
   }
 
-  /** Writes one new partition: its prepared file with the tail applied, as version L+2. */
-  private PartitionCount writeTarget(
-      int target, Map<ByteBuffer, byte[]> tail, RocksDbTaskScope scope) throws IOException {
+  /**
+   * Writes one new partition as two versions: the prepared state, checked against its manifest, as
+   * version L+1 (its files carried over as they are: hard-linked on a local disk, renamed
+   * elsewhere), and the tail as version L+2, a log of puts and removals in the store's own format
+   * (RocksDB's changelog file, the HDFS-backed store's delta file), which Spark's provider applies
+   * to L+1 when it loads L+2, as it does after any restart. Nothing of the state is decoded,
+   * rewritten or opened.
+   */
+  private PartitionCount writeTarget(int target, Map<ByteBuffer, byte[]> tail) throws IOException {
     StoreSpec spec = stores.get(target / newPartitions);
     int partition = target % newPartitions;
     if (target == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task");
     }
+    TaskTimer timer = new TaskTimer("prepared " + spec.storeName() + "/" + partition);
     PreparedManifest.PartitionFile prepared = preparedFile(spec, partition);
-    Path preparedPath = new Path(checkpointRoot, prepared.file());
+    Path preparedFile = new Path(checkpointRoot, prepared.file());
+    Path staged = new Path(stagingRoot, spec.dir(partition));
+    FileSystem fs = preparedFile.getFileSystem(conf());
+    long base = lastCommitted + 1;
     if (rocksDb) {
-      return writeRocksDb(scope, spec, partition, prepared, preparedPath, tail);
-    }
-    Path out =
-        new Path(new Path(stagingRoot, spec.dir(partition)), (lastCommitted + 2) + ".snapshot");
-    CompressionCodec codec = HdfsFileExchange.codec(codecName);
-    FileSystem fs = preparedPath.getFileSystem(conf());
-    FileSystem outFs = out.getFileSystem(conf());
-    long preparedRows = 0;
-    long rows = 0;
-    long bytes = 0;
-    String digest;
-    try (HdfsFileExchange.SnapshotWriter writer =
-        new HdfsFileExchange.SnapshotWriter(outFs, out, codec)) {
-      MessageDigest sha = sha256();
-      InputStream raw;
+      byte[] zip = readChecked(fs, prepared, preparedFile);
+      RocksDBCheckpointMetadata metadata = zipMetadata(zip, prepared);
+      timer.lap("check");
+      for (RocksDBSstFile sst : ScalaBridge.javaList(metadata.sstFiles())) {
+        Path source = new Path(preparedFile.getParent(), "SSTs/" + sst.dfsSstFileName());
+        long length;
+        try {
+          length = fs.getFileStatus(source).getLen();
+        } catch (IOException e) {
+          throw rejected(prepared, "names " + source + ", which cannot be read: " + e, e);
+        }
+        if (length != sst.sizeBytes()) {
+          throw rejected(
+              prepared,
+              "names " + source + " of " + sst.sizeBytes() + " bytes; it holds " + length,
+              null);
+        }
+        carry(fs, source, new Path(staged, "SSTs/" + sst.dfsSstFileName()), prepared);
+      }
+      try (java.io.OutputStream out =
+          HdfsFileExchange.SnapshotWriter.create(fs, new Path(staged, base + ".zip"))) {
+        out.write(zip);
+      }
+    } else {
+      String digest;
       try {
-        raw = fs.open(preparedPath);
-      } catch (IOException e) {
-        throw rejected(prepared, "cannot be opened: " + e.getMessage(), e);
+        digest = sha256(fs, preparedFile);
+      } catch (UncheckedIOException e) {
+        throw rejected(prepared, "cannot be read: " + e.getMessage(), e);
       }
-      DigestInputStream digesting = new DigestInputStream(raw, sha);
-      try (DataInputStream in = HdfsFileExchange.decoding(digesting, codec, preparedPath)) {
-        byte[][] entry = new byte[2][];
-        while (HdfsFileExchange.nextEntry(in, preparedPath, entry)) {
-          preparedRows++;
-          if (entry[1] != null && !tail.containsKey(ByteBuffer.wrap(entry[0]))) {
-            writer.append(entry[0], 0, entry[0].length, entry[1], 0, entry[1].length);
-            rows++;
-            bytes += entry[0].length + entry[1].length;
-          }
-        }
-        byte[] rest = new byte[1 << 16];
-        while (digesting.read(rest) >= 0) {
-          // the bytes after the end marker count for the digest too
-        }
-      } catch (StateFileDamage.DamagedFile e) {
-        throw rejected(prepared, "is damaged: " + e.getMessage(), e);
+      if (!digest.equals(prepared.sha256())) {
+        throw rejected(
+            prepared,
+            "has SHA-256 " + digest + ", its manifest recorded " + prepared.sha256(),
+            null);
       }
-      digest = HexFormat.of().formatHex(sha.digest());
+      timer.lap("check");
+      carry(fs, preparedFile, new Path(staged, base + ".snapshot"), prepared);
+    }
+    timer.lap("carry");
+    long logBytes = 0;
+    Path log = new Path(staged, (base + 1) + PreparedManifest.tailSuffix(rocksDb));
+    try (HdfsFileExchange.SnapshotWriter writer =
+        new HdfsFileExchange.SnapshotWriter(fs, log, HdfsFileExchange.codec(codecName))) {
       for (Map.Entry<ByteBuffer, byte[]> change : tail.entrySet()) {
-        if (change.getValue() != null) {
-          byte[] key = change.getKey().array();
-          byte[] value = change.getValue();
+        byte[] key = change.getKey().array();
+        byte[] value = change.getValue();
+        if (value == null) {
+          writer.remove(key);
+        } else {
           writer.append(key, 0, key.length, value, 0, value.length);
-          rows++;
-          bytes += key.length + value.length;
+          logBytes += value.length;
         }
+        logBytes += key.length;
       }
     }
-    if (preparedRows != prepared.rows() || !digest.equals(prepared.sha256())) {
-      outFs.delete(out, false);
-      throw rejected(
-          prepared,
-          "holds "
-              + preparedRows
-              + " rows with SHA-256 "
-              + digest
-              + ", its manifest recorded "
-              + prepared.rows()
-              + " rows with SHA-256 "
-              + prepared.sha256(),
-          null);
-    }
-    return new PartitionCount(spec.slot(), partition, rows, bytes, null);
+    timer.lap("log");
+    timer.report();
+    return new PartitionCount(
+        spec.slot(), partition, prepared.rows(), prepared.bytes() + logBytes, null);
   }
 
-  /** One new RocksDB partition: the prepared version, its zip checked, with the tail applied. */
-  private PartitionCount writeRocksDb(
-      RocksDbTaskScope scope,
-      StoreSpec spec,
-      int partition,
-      PreparedManifest.PartitionFile prepared,
-      Path preparedZip,
-      Map<ByteBuffer, byte[]> tail)
-      throws IOException {
-    TaskTimer timer = new TaskTimer("prepared " + spec.storeName() + "/" + partition);
-    String digest;
-    try {
-      digest = sha256(preparedZip.getFileSystem(conf()), preparedZip);
-    } catch (UncheckedIOException e) {
+  /** The prepared file's bytes (a RocksDB version's zip: small), their SHA-256 checked. */
+  private static byte[] readChecked(
+      FileSystem fs, PreparedManifest.PartitionFile prepared, Path file) {
+    byte[] bytes;
+    try (InputStream in = fs.open(file)) {
+      bytes = in.readAllBytes();
+    } catch (IOException e) {
       throw rejected(prepared, "cannot be read: " + e.getMessage(), e);
     }
+    MessageDigest sha = sha256();
+    String digest = HexFormat.of().formatHex(sha.digest(bytes));
     if (!digest.equals(prepared.sha256())) {
       throw rejected(
           prepared, "has SHA-256 " + digest + ", its manifest recorded " + prepared.sha256(), null);
     }
-    timer.lap("digest");
-    String stateRoot = stagingRoot + "/state";
-    // the prepared layout's own state folder: the staged folder that holds state/<op>/<p>/...
-    String preparedRoot =
-        new Path(
-                new Path(checkpointRoot, PreparedManifest.DIR + "/" + manifest.id()),
-                "staged/state")
-            .toString();
-    long rows;
-    try {
-      rows =
-          RocksDbTailApply.apply(
-              scope,
-              new StateStoreId(preparedRoot, spec.operatorId(), partition, spec.storeName()),
-              manifest.preparedBatch() + 2,
-              prepared.rows(),
-              new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName()),
-              lastCommitted + 2,
-              tail,
-              conf(),
-              timer);
-    } finally {
-      timer.report();
+    return bytes;
+  }
+
+  /** The metadata inside a prepared RocksDB zip, its key count checked against the manifest. */
+  private static RocksDBCheckpointMetadata zipMetadata(
+      byte[] zip, PreparedManifest.PartitionFile prepared) {
+    RocksDBCheckpointMetadata metadata = null;
+    try (java.util.zip.ZipInputStream in =
+        new java.util.zip.ZipInputStream(new java.io.ByteArrayInputStream(zip))) {
+      for (java.util.zip.ZipEntry e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
+        if (e.getName().equals("metadata")) {
+          metadata =
+              RocksDbMetadataFile.plain(
+                  new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+      }
+    } catch (IOException e) {
+      throw rejected(prepared, "is not a readable zip: " + e.getMessage(), e);
     }
-    return new PartitionCount(spec.slot(), partition, rows, prepared.bytes(), null);
+    if (metadata == null) {
+      throw rejected(prepared, "holds no RocksDB metadata this Spark line writes", null);
+    }
+    if (!metadata.logFiles().isEmpty()) {
+      throw rejected(prepared, "names RocksDB log files, which a prepared version never has", null);
+    }
+    if (metadata.numKeys() != prepared.rows()) {
+      throw rejected(
+          prepared,
+          "holds " + metadata.numKeys() + " keys, its manifest recorded " + prepared.rows(),
+          null);
+    }
+    return metadata;
+  }
+
+  /**
+   * Puts a prepared file at its staged path: a hard link on a local disk (the prepared layout stays
+   * whole, so an attempt undone can use it again), a rename elsewhere (one request on HDFS, a copy
+   * inside the store on S3; an attempt undone after it leaves the prepared layout incomplete, and
+   * the next attempt moves all state).
+   */
+  private static void carry(
+      FileSystem fs, Path from, Path to, PreparedManifest.PartitionFile prepared)
+      throws IOException {
+    if (fs instanceof org.apache.hadoop.fs.LocalFileSystem local) {
+      java.nio.file.Path target = local.pathToFile(to).toPath();
+      java.nio.file.Files.createDirectories(target.getParent());
+      java.nio.file.Files.deleteIfExists(target); // left by an earlier attempt of the task
+      RocksDbTaskScope.linkOrCopy(local.pathToFile(from).toPath(), target);
+      return;
+    }
+    if (!"s3a".equals(fs.getUri().getScheme())) {
+      fs.mkdirs(to.getParent());
+    }
+    if (!fs.rename(from, to) && !fs.exists(to)) {
+      throw rejected(prepared, "could not be moved to " + to, null);
+    }
   }
 
   private PreparedManifest.PartitionFile preparedFile(StoreSpec spec, int partition) {

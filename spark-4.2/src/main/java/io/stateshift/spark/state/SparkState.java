@@ -114,7 +114,6 @@ public final class SparkState {
         layout.lastCommitted(),
         StateStores.storeConf(layout.storeConf()).compressionCodec(),
         layout.rocksDb(),
-        layout.storeConf(),
         prepared);
   }
 
