@@ -340,6 +340,17 @@ public final class StateShiftConf {
               + " merging. Each store being read holds up to 32 MB of entries on the heap. `1`"
               + " keeps a task to `spark.task.cpus` stores at once, as on a local disk.");
 
+  public static final Setting<Double> PREPARE_CPU_SHARE =
+      doubleValue(
+          Section.JOB,
+          "spark.stateshift.prepare.cpuShare",
+          "1.0",
+          "Share of the time each task of `prepare` keeps its core: a task that worked t then"
+              + " waits t (1 - share) / share before it ends, leaving the core to a query running"
+              + " beside it. `1` (the API's default) never waits; `./stateshift prepare` sets"
+              + " `STATESHIFT_PREPARE_CPU_SHARE` (default 0.25). Only `prepare` reads it; a"
+              + " repartition never waits.");
+
   public static final Setting<Boolean> ROCKSDB_DIRECT_COMMIT =
       bool(
           Section.JOB,

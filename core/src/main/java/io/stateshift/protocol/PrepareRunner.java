@@ -11,6 +11,7 @@ import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.checkpoint.spi.SparkLines;
+import io.stateshift.config.StateShiftConf;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -60,6 +61,16 @@ public final class PrepareRunner {
               + " is under way or was interrupted; finish it (run the same repartition again) "
               + "before preparing another. Nothing was written.");
     }
+    String shareKey = StateShiftConf.PREPARE_CPU_SHARE.key();
+    double share = StateShiftConf.PREPARE_CPU_SHARE.from(spark);
+    if (!(share > 0 && share <= 1)) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          shareKey
+              + " must be above 0 and at most 1 (1: tasks never wait); it is "
+              + share
+              + ". Nothing was written.");
+    }
     // a running query may have planned its next batch: the layout is the last committed one's
     StateLayout layout = StateLayout.read(spark, checkpoint, true, true);
     refuseUnsupported(layout);
@@ -76,6 +87,9 @@ public final class PrepareRunner {
             + files.relativize(dir));
     PreparedManifest manifest;
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
+    // the tasks read the share from their job's properties: only prepare's tasks hold back
+    String savedShare = spark.sparkContext().getLocalProperty(shareKey);
+    spark.sparkContext().setLocalProperty(shareKey, Double.toString(share));
     try {
       Redistribution job = SparkLines.get().redistribution(layout, staged.toString(), target);
       job.checkPlacement(RepartitionRunner.placementChecks(layout));
@@ -85,6 +99,8 @@ public final class PrepareRunner {
     } catch (RuntimeException e) {
       files.deleteQuietly(dir);
       throw e;
+    } finally {
+      spark.sparkContext().setLocalProperty(shareKey, savedShare);
     }
     int removed = removeAllBut(id);
     return new PrepareResult(
@@ -178,6 +194,7 @@ public final class PrepareRunner {
     spark
         .sparkContext()
         .setJobGroup(group, "stateshift: prepare " + target + " partitions " + files.root(), false);
+
     progress.accept("moving state: " + job.writeStrategy(spark));
     try (JobProgress tasks = new JobProgress(spark, group, progress)) {
       try {

@@ -129,6 +129,7 @@ public final class SparkState {
       return jsc.parallelize(paths, Math.min(paths.size(), Math.max(1, jsc.defaultParallelism())))
           .map(
               path -> {
+                TaskThrottle.untilThisTaskEnds();
                 org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(path);
                 return PreparedTailReplay.sha256(file.getFileSystem(shared.value().value()), file);
               })

@@ -639,6 +639,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   /** First in every task of the job. */
   private void beginTask() {
+    TaskThrottle.untilThisTaskEnds();
     CompactionThreads.untilThisTaskEnds();
     if (inProcessDeletes) {
       InProcessDeletes.untilThisTaskEnds();
