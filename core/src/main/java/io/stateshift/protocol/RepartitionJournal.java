@@ -131,7 +131,8 @@ public record RepartitionJournal(
         fromProvider,
         toProvider,
         from,
-        to);
+        to,
+        replacedFiles);
   }
 
   /** The same attempt, moving the state from one provider class to another. */
@@ -145,7 +146,8 @@ public record RepartitionJournal(
         from,
         to,
         fromFormatVersion,
-        toFormatVersion);
+        toFormatVersion,
+        replacedFiles);
   }
 
   RepartitionJournal withPhase(Phase next) {
@@ -158,19 +160,22 @@ public record RepartitionJournal(
         fromProvider,
         toProvider,
         fromFormatVersion,
-        toFormatVersion);
+        toFormatVersion,
+        replacedFiles);
   }
 
   /**
    * What the switch will change, recorded before it starts so a rollback can undo it; with {@code
    * commit}, the exact text of commits/N+1 (state checkpoint format v2, where it names the new
-   * state versions' unique ids; null means a copy of commits/N).
+   * state versions' unique ids; null means a copy of commits/N), and the old files it moves aside
+   * ({@link #replacedFiles}).
    */
   RepartitionJournal withSwitchRecord(
       java.util.Map<String, Long> rows,
       java.util.List<String> files,
       java.util.Map<String, String> metadata,
-      String commit) {
+      String commit,
+      java.util.List<String> replaced) {
     return copy(
         phase,
         rows,
@@ -180,7 +185,8 @@ public record RepartitionJournal(
         fromProvider,
         toProvider,
         fromFormatVersion,
-        toFormatVersion);
+        toFormatVersion,
+        replaced);
   }
 
   /** This attempt (same id, counts, batches, start and places) with the fields that change. */
@@ -193,7 +199,8 @@ public record RepartitionJournal(
       String fromProvider,
       String toProvider,
       Integer fromFormatVersion,
-      Integer toFormatVersion) {
+      Integer toFormatVersion,
+      java.util.List<String> replaced) {
     return new RepartitionJournal(
         attemptId,
         phase,
@@ -207,29 +214,6 @@ public record RepartitionJournal(
         metadata,
         retiredRoot,
         commit,
-        fileSinkLogs,
-        fromProvider,
-        toProvider,
-        fromFormatVersion,
-        toFormatVersion,
-        replacedFiles);
-  }
-
-  /** The same attempt, with the old files the switch moves aside (see {@link #replacedFiles}). */
-  RepartitionJournal withReplacedFiles(java.util.List<String> replaced) {
-    return new RepartitionJournal(
-        attemptId,
-        phase,
-        fromPartitions,
-        toPartitions,
-        baseBatch,
-        newBatch,
-        startedAtMs,
-        rowsBefore,
-        newFiles,
-        replacedMetadata,
-        retiredRoot,
-        newCommit,
         fileSinkLogs,
         fromProvider,
         toProvider,

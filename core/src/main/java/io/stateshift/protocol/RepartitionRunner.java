@@ -357,8 +357,12 @@ public final class RepartitionRunner {
     List<String> newFiles = stagedFiles(journal);
     journal =
         journal
-            .withSwitchRecord(rowsBefore, newFiles, v1Metadata(checkpoint), newCommit)
-            .withReplacedFiles(statePath.prepared() ? replacedFiles(newFiles) : List.of())
+            .withSwitchRecord(
+                rowsBefore,
+                newFiles,
+                v1Metadata(checkpoint),
+                newCommit,
+                statePath.prepared() ? replacedFiles(newFiles) : List.of())
             .withPhase(RepartitionJournal.Phase.SWITCHING);
     journal.save(files);
     FailPoints.reached("journal-switching");
