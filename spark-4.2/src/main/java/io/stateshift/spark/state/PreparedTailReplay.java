@@ -318,12 +318,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       } catch (UncheckedIOException e) {
         throw rejected(prepared, "cannot be read: " + e.getMessage(), e);
       }
-      if (!digest.equals(prepared.sha256())) {
-        throw rejected(
-            prepared,
-            "has SHA-256 " + digest + ", its manifest recorded " + prepared.sha256(),
-            null);
-      }
+      checkDigest(prepared, digest);
       timer.lap("check");
       carry(fs, preparedFile, new Path(staged, base + ".snapshot"), prepared);
     }
@@ -360,12 +355,16 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       throw rejected(prepared, "cannot be read: " + e.getMessage(), e);
     }
     MessageDigest sha = sha256();
-    String digest = HexFormat.of().formatHex(sha.digest(bytes));
+    checkDigest(prepared, HexFormat.of().formatHex(sha.digest(bytes)));
+    return bytes;
+  }
+
+  /** Refuses a prepared file whose SHA-256 is not the one its manifest recorded. */
+  private static void checkDigest(PreparedManifest.PartitionFile prepared, String digest) {
     if (!digest.equals(prepared.sha256())) {
       throw rejected(
           prepared, "has SHA-256 " + digest + ", its manifest recorded " + prepared.sha256(), null);
     }
-    return bytes;
   }
 
   /** The metadata inside a prepared RocksDB zip, its key count checked against the manifest. */
