@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.spark.state.DeltaChanges;
 import io.stateshift.testing.DeviceStateProcessor;
 import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
@@ -157,6 +158,64 @@ class TransformWithStateOracleTest {
             .filter(l -> l.startsWith("timer|"))
             .toList();
     assertThat(timersAfter).anyMatch(l -> gone.contains(l.split("\\|")[1]));
+  }
+
+  /**
+   * The prepared path: a layout prepared after the first two files, a tail of two files in which
+   * list state is appended to (RocksDB merges), values and maps are updated, lists and maps are
+   * cleared and timers fire (removals). The repartition replays that tail onto the prepared layout;
+   * the state is then the same entry for entry, every entry in its partition, and the output equals
+   * an uninterrupted run's.
+   */
+  @Test
+  void preparedLayoutTakesATailOfAppendsUpdatesAndRemovals() {
+    OperatorQueries query = OperatorQueries.TWS_EVENT_TIME;
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    conf.put(NO_DATA_BATCHES, "false");
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeRotatingEvents(0, ROWS);
+    run.writeRotatingEvents(1, ROWS);
+    run.runAvailable(query, checkpoint, sink, conf);
+    long v =
+        StateShift.get(spark)
+            .prepareState(checkpoint.toString())
+            .toPartitions(5)
+            .execute()
+            .prepared()
+            .orElseThrow()
+            .preparedBatch();
+    run.writeRotatingEvents(2, ROWS);
+    run.writeRotatingEvents(3, ROWS);
+    run.runAvailable(query, checkpoint, sink, conf);
+    long last = lastCommitted(checkpoint);
+    DeltaChanges.Counts tail = DeltaChanges.of(spark, checkpoint, v + 2, last + 1);
+    assertThat(tail.puts()).as("puts in the tail").isPositive();
+    assertThat(tail.merges()).as("list appends in the tail").isPositive();
+    assertThat(tail.removals()).as("removals in the tail").isPositive();
+    Map<String, List<String>> stateBefore = stateContents(checkpoint, last, 0);
+
+    RepartitionResult result = StateAssertions.repartition(spark, checkpoint, 3, 5);
+    assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
+    assertThat(result.path().preparedBatch()).isEqualTo(v);
+    assertThat(result.path().rowsReplayed()).isPositive();
+    assertThat(stateContents(checkpoint, result.batchId(), 5)).isEqualTo(stateBefore);
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+
+    run.writeRotatingEvents(4, ROWS);
+    run.writeFlush(5);
+    run.runAvailable(query, checkpoint, sink, conf);
+    OperatorRun oracle = new OperatorRun(spark, tmp.resolve("oracle-input"));
+    for (int i = 0; i < 5; i++) {
+      oracle.writeRotatingEvents(i, ROWS);
+    }
+    oracle.writeFlush(5);
+    oracle.runAvailable(query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), conf);
+    assertThat(run.sinkRows(sink, query))
+        .isNotEmpty()
+        .doesNotHaveDuplicates()
+        .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"), query));
   }
 
   /**

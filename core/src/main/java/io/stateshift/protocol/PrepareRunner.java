@@ -146,14 +146,13 @@ public final class PrepareRunner {
     String unsupported =
         layout.checkpointIdsEnabled()
             ? "state checkpoint format v2"
-            : layout.stores().stream().anyMatch(StoreSpec::hasColumnFamilies)
-                ? "a store with column families (transformWithState)"
-                : null;
+            : PreparedLayouts.columnFamilyProblem(layout);
     if (unsupported != null) {
       throw new StateShiftException(
           Reason.UNSUPPORTED_CHECKPOINT,
           "prepare supports the HDFS-backed state store and RocksDB with changelog checkpointing "
-              + "(state checkpoint format v1, no column families); "
+              + "(state checkpoint format v1; column families on RocksDB without row checksums "
+              + "or the Avro encoding); "
               + files.root()
               + " uses "
               + unsupported

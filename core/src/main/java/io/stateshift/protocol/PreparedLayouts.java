@@ -33,6 +33,30 @@ final class PreparedLayouts {
     return why == null ? new Choice(m, null) : new Choice(null, why);
   }
 
+  static final String ENCODING_FORMAT = "spark.sql.streaming.stateStore.encodingFormat";
+
+  /**
+   * Why the tail of the layout's stores with column families (transformWithState, a join in state
+   * format 3) cannot be replayed onto a prepared layout, or null: only RocksDB's changelog of
+   * UnsafeRow-encoded keys without row checksums is read (a checksum covers the column family id,
+   * which differs between an old partition and a new one).
+   */
+  static String columnFamilyProblem(StateLayout layout) {
+    if (layout.stores().stream().noneMatch(StoreSpec::hasColumnFamilies)) {
+      return null;
+    }
+    if (!layout.rocksDb()) {
+      return "a store with column families on the HDFS-backed state store";
+    }
+    if ("true".equalsIgnoreCase(layout.storeConf().get(ProviderMigration.ROW_CHECKSUM))) {
+      return "row checksums (" + ProviderMigration.ROW_CHECKSUM + ") with column families";
+    }
+    if ("avro".equalsIgnoreCase(layout.storeConf().get(ENCODING_FORMAT))) {
+      return "the Avro state encoding (" + ENCODING_FORMAT + ") with column families";
+    }
+    return null;
+  }
+
   /** The compression codec the layout's state files are written with. */
   static String codec(StateLayout layout) {
     return layout.storeConf().getOrDefault(PreparedManifest.CODEC_CONF, "lz4");
@@ -71,15 +95,16 @@ final class PreparedLayouts {
           + ", the checkpoint's is "
           + codec(layout);
     }
+    String columnFamilies = columnFamilyProblem(layout);
+    if (columnFamilies != null) {
+      return "its tail is not replayed under " + columnFamilies;
+    }
     if (m.stores().size() != layout.stores().size()) {
       return "the query's stateful operators changed since it was prepared";
     }
     // the changes of the batches since: the HDFS-backed store's deltas, RocksDB's changelogs
     String tail = PreparedManifest.tailSuffix(layout.rocksDb());
     for (StoreSpec spec : layout.stores()) {
-      if (spec.hasColumnFamilies()) {
-        return "operator " + spec.operatorId() + " has column families, which are not replayed";
-      }
       Optional<PreparedManifest.Store> store = m.store(spec);
       if (store.isEmpty()
           || !store.get().operatorName().equals(spec.operatorName())

@@ -34,6 +34,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.LongAccumulator;
 import org.apache.spark.util.SerializableConfiguration;
@@ -183,6 +184,11 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       return out.iterator();
     }
     CompressionCodec codec = HdfsFileExchange.codec(codecName);
+    if (spec.hasColumnFamilies()) {
+      List<Path> oldestFirst = new ArrayList<>(deltas);
+      java.util.Collections.reverse(oldestFirst);
+      return readColumnFamilyTail(spec, fs, dir, oldestFirst, codec).iterator();
+    }
     DeltaChain chain;
     try {
       chain = DeltaChain.read(fs, deltas, codec);
@@ -219,6 +225,65 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   }
 
   /**
+   * The changes of every key the tail changed in one old partition of a store with column families
+   * ({@link ColumnFamilyTail}), tagged by target; each key is sent as its family's index in the
+   * store's list of families and its bytes after the old partition's family id.
+   */
+  private List<Tuple2<byte[], Object>> readColumnFamilyTail(
+      StoreSpec spec, FileSystem fs, Path dir, List<Path> oldestFirst, CompressionCodec codec)
+      throws IOException {
+    Map<ByteBuffer, byte[]> changes = ColumnFamilyTail.read(fs, oldestFirst, codec);
+    List<Tuple2<byte[], Object>> out = new ArrayList<>();
+    if (changes.isEmpty()) {
+      return out;
+    }
+    Map<Short, String> oldNames = ColumnFamilyTail.oldFamilies(fs, dir, lastCommitted + 1);
+    List<ColumnFamilySchema> families = ColumnFamilySchema.of(spec);
+    Map<String, Integer> indexOf = new HashMap<>();
+    for (int i = 0; i < families.size(); i++) {
+      indexOf.put(families.get(i).name(), i);
+    }
+    StateStores.KeyPlacement[] placements = new StateStores.KeyPlacement[families.size()];
+    RocksDBKeyStateEncoder[] keys = new RocksDBKeyStateEncoder[families.size()];
+    int firstTarget = spec.slot() * newPartitions;
+    for (Map.Entry<ByteBuffer, byte[]> change : changes.entrySet()) {
+      byte[] stored = change.getKey().array();
+      short id = ColumnFamilyTail.familyId(stored);
+      Integer family = indexOf.get(oldNames.get(id));
+      if (family == null) {
+        throw new PreparedManifest.Rejected(
+            "the changelog of "
+                + dir
+                + " changes column family "
+                + id
+                + " ("
+                + oldNames.get(id)
+                + "), which is not one the state schema lists");
+      }
+      if (keys[family] == null) {
+        ColumnFamilySchema schema = families.get(family);
+        keys[family] =
+            schema
+                .encoderSpec()
+                .toEncoder(
+                    new UnsafeRowDataEncoder(schema.encoderSpec(), schema.valueSchema()), true);
+        placements[family] = new StateStores.KeyPlacement(spec, schema, newPartitions);
+      }
+      byte[] key = Arrays.copyOf(stored, stored.length);
+      key[0] = (byte) (family >>> 8); // the family's index, not the old partition's id for it
+      key[1] = (byte) (int) family;
+      UnsafeRow row =
+          keys[family].decodeKey(
+              Arrays.copyOfRange(stored, ColumnFamilyTail.FAMILY_ID_BYTES, stored.length));
+      int target =
+          firstTarget + StateStores.KeyPlacement.pmod(placements[family].hash(row), newPartitions);
+      out.add(new Tuple2<>(StateRecords.pack(target, key, change.getValue()), null));
+    }
+    replayed.add(out.size());
+    return out;
+  }
+
+  /**
    * New partitions a write task takes: on a local disk, four one after another, since a partition's
    * work there (a few links and one small file) is less than what Spark spends launching and
    * feeding a task (10-15 ms); on a remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS})
@@ -244,11 +309,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       int keyLength = StateRecords.keyLength(record);
       int valueOffset = StateRecords.valueOffset(record);
       byte[] key = Arrays.copyOfRange(record, StateRecords.HEADER, StateRecords.HEADER + keyLength);
-      byte[] value =
-          record[valueOffset] == PUT
-              ? Arrays.copyOfRange(record, valueOffset + 1, record.length)
-              : null;
-      tails.get(StateRecords.target(record) - first).put(ByteBuffer.wrap(key), value);
+      byte[] change = Arrays.copyOfRange(record, valueOffset, record.length);
+      tails.get(StateRecords.target(record) - first).put(ByteBuffer.wrap(key), change);
     }
     List<Integer> targets = new ArrayList<>();
     for (int t = first; t < end; t++) {
@@ -287,9 +349,10 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     Path staged = new Path(stagingRoot, spec.dir(partition));
     FileSystem fs = preparedFile.getFileSystem(conf());
     long base = lastCommitted + 1;
+    RocksDBCheckpointMetadata metadata = null;
     if (rocksDb) {
       byte[] zip = readChecked(fs, prepared, preparedFile);
-      RocksDBCheckpointMetadata metadata = zipMetadata(zip, prepared);
+      metadata = zipMetadata(zip, prepared, !spec.hasColumnFamilies());
       timer.lap("check");
       for (RocksDBSstFile sst : ScalaBridge.javaList(metadata.sstFiles())) {
         Path source = new Path(preparedFile.getParent(), "SSTs/" + sst.dfsSstFileName());
@@ -325,18 +388,27 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     timer.lap("carry");
     long logBytes = 0;
     Path log = new Path(staged, (base + 1) + PreparedManifest.tailSuffix(rocksDb));
-    try (HdfsFileExchange.SnapshotWriter writer =
-        new HdfsFileExchange.SnapshotWriter(fs, log, HdfsFileExchange.codec(codecName))) {
-      for (Map.Entry<ByteBuffer, byte[]> change : tail.entrySet()) {
-        byte[] key = change.getKey().array();
-        byte[] value = change.getValue();
-        if (value == null) {
-          writer.remove(key);
-        } else {
-          writer.append(key, 0, key.length, value, 0, value.length);
-          logBytes += value.length;
+    if (spec.hasColumnFamilies()) {
+      logBytes =
+          ColumnFamilyTail.write(
+              HdfsFileExchange.SnapshotWriter.create(fs, log),
+              HdfsFileExchange.codec(codecName),
+              tail,
+              familyIds(spec, metadata, prepared));
+    } else {
+      try (HdfsFileExchange.SnapshotWriter writer =
+          new HdfsFileExchange.SnapshotWriter(fs, log, HdfsFileExchange.codec(codecName))) {
+        for (Map.Entry<ByteBuffer, byte[]> change : tail.entrySet()) {
+          byte[] key = change.getKey().array();
+          byte[] put = change.getValue();
+          if (put[0] == REMOVE) {
+            writer.remove(key);
+          } else {
+            writer.append(key, 0, key.length, put, 1, put.length - 1);
+            logBytes += put.length - 1;
+          }
+          logBytes += key.length;
         }
-        logBytes += key.length;
       }
     }
     timer.lap("log");
@@ -367,19 +439,36 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
   }
 
-  /** The metadata inside a prepared RocksDB zip, its key count checked against the manifest. */
-  private static RocksDBCheckpointMetadata zipMetadata(
-      byte[] zip, PreparedManifest.PartitionFile prepared) {
-    RocksDBCheckpointMetadata metadata = null;
-    try (java.util.zip.ZipInputStream in =
-        new java.util.zip.ZipInputStream(new java.io.ByteArrayInputStream(zip))) {
-      for (java.util.zip.ZipEntry e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
-        if (e.getName().equals("metadata")) {
-          metadata =
-              RocksDbMetadataFile.plain(
-                  new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
-        }
+  /**
+   * The new partition's id of each of the store's column families, by the family's index in the
+   * store's list, from the prepared zip's metadata.
+   */
+  private static short[] familyIds(
+      StoreSpec spec, RocksDBCheckpointMetadata metadata, PreparedManifest.PartitionFile prepared) {
+    Map<String, Short> ids = new HashMap<>();
+    ColumnFamilyTail.namesById(metadata).forEach((id, name) -> ids.put(name, id));
+    List<ColumnFamilySchema> families = ColumnFamilySchema.of(spec);
+    short[] out = new short[families.size()];
+    for (int i = 0; i < out.length; i++) {
+      Short id = ids.get(families.get(i).name());
+      if (id == null) {
+        throw rejected(prepared, "has no column family " + families.get(i).name(), null);
       }
+      out[i] = id;
+    }
+    return out;
+  }
+
+  /**
+   * The metadata inside a prepared RocksDB zip; with {@code countKeys}, its key count checked
+   * against the manifest (a store with column families counts a list state's key once and its
+   * values apart, so there the SHA-256 and the SST sizes are the check).
+   */
+  private static RocksDBCheckpointMetadata zipMetadata(
+      byte[] zip, PreparedManifest.PartitionFile prepared, boolean countKeys) {
+    RocksDBCheckpointMetadata metadata;
+    try {
+      metadata = ColumnFamilyTail.zipMetadata(new java.io.ByteArrayInputStream(zip));
     } catch (IOException e) {
       throw rejected(prepared, "is not a readable zip: " + e.getMessage(), e);
     }
@@ -389,7 +478,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     if (!metadata.logFiles().isEmpty()) {
       throw rejected(prepared, "names RocksDB log files, which a prepared version never has", null);
     }
-    if (metadata.numKeys() != prepared.rows()) {
+    if (countKeys && metadata.numKeys() != prepared.rows()) {
       throw rejected(
           prepared,
           "holds " + metadata.numKeys() + " keys, its manifest recorded " + prepared.rows(),

@@ -20,8 +20,11 @@ import org.apache.spark.sql.SparkSession;
 public final class DeltaChanges {
   private DeltaChanges() {}
 
-  /** Puts and removals recorded by the delta or changelog files of versions {@code first..last}. */
-  public record Counts(long puts, long removals) {}
+  /**
+   * Puts, removals and merges (list appends, on a store with column families) recorded by the delta
+   * or changelog files of versions {@code first..last}.
+   */
+  public record Counts(long puts, long removals, long merges) {}
 
   public static Counts of(
       SparkSession spark, java.nio.file.Path checkpoint, long firstVersion, long lastVersion) {
@@ -31,8 +34,7 @@ public final class DeltaChanges {
     CompressionCodec codec =
         HdfsFileExchange.codec(StateStores.storeConf(layout.storeConf()).compressionCodec());
     FileSystem fs = files.fs();
-    long puts = 0;
-    long removals = 0;
+    long[] counts = new long[3];
     byte[][] entry = new byte[2][];
     for (StoreSpec spec : layout.stores()) {
       for (int p = 0; p < layout.partitions(); p++) {
@@ -41,12 +43,22 @@ public final class DeltaChanges {
               new Path(
                   files.path(spec.dir(p)),
                   v + io.stateshift.checkpoint.PreparedManifest.tailSuffix(layout.rocksDb()));
-          try (DataInputStream in = HdfsFileExchange.decoding(fs.open(delta), codec, delta)) {
-            while (HdfsFileExchange.nextEntry(in, delta, entry)) {
-              if (entry[1] == null) {
-                removals++;
-              } else {
-                puts++;
+          try {
+            if (spec.hasColumnFamilies()) {
+              ColumnFamilyTail.forEachRecord(
+                  fs,
+                  delta,
+                  codec,
+                  (type, key, value) ->
+                      counts[
+                          type == ColumnFamilyTail.PUT
+                              ? 0
+                              : type == ColumnFamilyTail.MERGE ? 2 : 1]++);
+              continue;
+            }
+            try (DataInputStream in = HdfsFileExchange.decoding(fs.open(delta), codec, delta)) {
+              while (HdfsFileExchange.nextEntry(in, delta, entry)) {
+                counts[entry[1] == null ? 1 : 0]++;
               }
             }
           } catch (IOException e) {
@@ -55,6 +67,6 @@ public final class DeltaChanges {
         }
       }
     }
-    return new Counts(puts, removals);
+    return new Counts(counts[0], counts[1], counts[2]);
   }
 }
