@@ -133,6 +133,64 @@ class CheckpointFormatV2Test {
     assertNewCommitNamesTheNewFiles(checkpoint, base + 1, 3);
   }
 
+  /**
+   * The prepared path under format v2: a layout prepared after two files, a tail of one. The new
+   * versions are named by fresh ids (the prepared state as L+1, the tail's log as L+2 with its
+   * lineage back to L+1), commits/L+1 names the logs' ids, and the query loads by them and writes
+   * the uninterrupted output.
+   */
+  @Test
+  void preparedLayoutIsReplayedUnderFormatV2() throws Exception {
+    StatefulQueries query = StatefulQueries.WINDOWED_COUNT;
+    StateStores store = StateStores.ROCKSDB_CHANGELOG;
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeEvents(0, 300, 40);
+    run.writeEvents(1, 300, 40);
+    run.runAvailable(query, checkpoint, sink, v2(store, 4));
+    long v =
+        StateShift.get(spark)
+            .prepareState(checkpoint.toString())
+            .toPartitions(6)
+            .execute()
+            .prepared()
+            .orElseThrow()
+            .preparedBatch();
+    run.writeEvents(2, 300, 40);
+    run.runAvailable(query, checkpoint, sink, v2(store, 4));
+    long base = lastCommit(checkpoint);
+    assertThat(base).isGreaterThan(v);
+
+    RepartitionResult result =
+        StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(6).execute();
+    assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
+    assertThat(result.path().preparedBatch()).isEqualTo(v);
+    assertThat(result.path().rowsReplayed()).isPositive();
+    JsonNode ids = uniqueIds(checkpoint, result.batchId());
+    JsonNode before = uniqueIds(checkpoint, base);
+    ids.properties()
+        .forEach(
+            op -> {
+              assertThat(op.getValue().size()).isEqualTo(6);
+              for (int p = 0; p < 6; p++) {
+                String id = op.getValue().get(p).get(0).asText();
+                Path dir = checkpoint.resolve("state/" + op.getKey() + "/" + p);
+                assertThat(dir.resolve((result.batchId() + 1) + "_" + id + ".changelog")).exists();
+                assertThat(before.toString()).doesNotContain(id);
+              }
+            });
+    spark.conf().set(FORMAT, "2");
+    try {
+      StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), 6);
+    } finally {
+      spark.conf().unset(FORMAT);
+    }
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+
+    continueAndCheck(run, query, store, checkpoint, sink, 4, 6);
+  }
+
   /** The on-demand path (conf at restart) under format v2. */
   @Test
   void onDemandRepartitionAtRestartKeepsFormatV2() throws Exception {

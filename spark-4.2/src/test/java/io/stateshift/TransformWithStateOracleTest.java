@@ -23,6 +23,8 @@ import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The oracle for transformWithState (RocksDB only, as Spark requires): a query whose state
@@ -167,11 +169,13 @@ class TransformWithStateOracleTest {
    * the state is then the same entry for entry, every entry in its partition, and the output equals
    * an uninterrupted run's.
    */
-  @Test
-  void preparedLayoutTakesATailOfAppendsUpdatesAndRemovals() {
+  @ParameterizedTest(name = "state checkpoint format v{0}")
+  @ValueSource(ints = {1, 2})
+  void preparedLayoutTakesATailOfAppendsUpdatesAndRemovals(int format) {
     OperatorQueries query = OperatorQueries.TWS_EVENT_TIME;
     Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
     conf.put(NO_DATA_BATCHES, "false");
+    conf.put(CheckpointFormatV2Test.FORMAT, Integer.toString(format));
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");
     Path sink = tmp.resolve("sink");
@@ -194,13 +198,18 @@ class TransformWithStateOracleTest {
     assertThat(tail.puts()).as("puts in the tail").isPositive();
     assertThat(tail.merges()).as("list appends in the tail").isPositive();
     assertThat(tail.removals()).as("removals in the tail").isPositive();
-    Map<String, List<String>> stateBefore = stateContents(checkpoint, last, 0);
-
-    RepartitionResult result = StateAssertions.repartition(spark, checkpoint, 3, 5);
-    assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
-    assertThat(result.path().preparedBatch()).isEqualTo(v);
-    assertThat(result.path().rowsReplayed()).isPositive();
-    assertThat(stateContents(checkpoint, result.batchId(), 5)).isEqualTo(stateBefore);
+    // Spark's statestore source loads by the commit log's ids only when the session uses v2
+    spark.conf().set(CheckpointFormatV2Test.FORMAT, Integer.toString(format));
+    try {
+      Map<String, List<String>> stateBefore = stateContents(checkpoint, last, 0);
+      RepartitionResult result = StateAssertions.repartition(spark, checkpoint, 3, 5);
+      assertThat(result.path().prepared()).as("path: %s", result.path()).isTrue();
+      assertThat(result.path().preparedBatch()).isEqualTo(v);
+      assertThat(result.path().rowsReplayed()).isPositive();
+      assertThat(stateContents(checkpoint, result.batchId(), 5)).isEqualTo(stateBefore);
+    } finally {
+      spark.conf().unset(CheckpointFormatV2Test.FORMAT);
+    }
     assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
 
     run.writeRotatingEvents(4, ROWS);

@@ -9,6 +9,7 @@ import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.SessionSettings;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.TailFiles;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.checkpoint.spi.SparkLines;
 import io.stateshift.config.StateShiftConf;
@@ -143,16 +144,12 @@ public final class PrepareRunner {
               + target
               + " partitions. Nothing to do.");
     }
-    String unsupported =
-        layout.checkpointIdsEnabled()
-            ? "state checkpoint format v2"
-            : PreparedLayouts.columnFamilyProblem(layout);
+    String unsupported = PreparedLayouts.columnFamilyProblem(layout);
     if (unsupported != null) {
       throw new StateShiftException(
           Reason.UNSUPPORTED_CHECKPOINT,
           "prepare supports the HDFS-backed state store and RocksDB with changelog checkpointing "
-              + "(state checkpoint format v1; column families on RocksDB without row checksums "
-              + "or the Avro encoding); "
+              + "(column families without row checksums or the Avro encoding); "
               + files.root()
               + " uses "
               + unsupported
@@ -163,10 +160,15 @@ public final class PrepareRunner {
     if (layout.rocksDb()) {
       // the batches after the prepared one are replayed from RocksDB's changelog files
       long version = layout.lastCommitted() + 1;
+      TailFiles logs = TailFiles.of(layout, version, version);
       for (StoreSpec spec : layout.stores()) {
+        String name = logs.name(spec, 0, version);
         Path changelog =
-            files.path(spec.dir(0) + "/" + version + PreparedManifest.tailSuffix(true));
-        if (!files.exists(changelog)) {
+            files.path(
+                spec.dir(0)
+                    + "/"
+                    + (name != null ? name : version + PreparedManifest.tailSuffix(true)));
+        if (name == null || !files.exists(changelog)) {
           throw new StateShiftException(
               Reason.UNSUPPORTED_CHECKPOINT,
               "prepare on RocksDB needs changelog checkpointing: the batches committed after the "
@@ -217,7 +219,15 @@ public final class PrepareRunner {
     RepartitionRunner.summarize(layout, outcome, "; nothing was prepared.");
     for (StoreSpec spec : layout.stores()) {
       for (int p = 0; p < target; p++) {
-        paths.add(new Path(new Path(staged, spec.dir(p)), version + preparedSuffix).toString());
+        // under state checkpoint format v2 the version's files are named by its id too
+        String versionId = null;
+        for (Redistribution.PartitionCount c : outcome.written()) {
+          if (c.slot() == spec.slot() && c.partition() == p) {
+            versionId = c.checkpointId();
+          }
+        }
+        String name = version + (versionId != null ? "_" + versionId : "") + preparedSuffix;
+        paths.add(new Path(new Path(staged, spec.dir(p)), name).toString());
       }
     }
     progress.accept("checking " + paths.size() + " prepared files");

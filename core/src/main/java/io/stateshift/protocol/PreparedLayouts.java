@@ -4,6 +4,7 @@ import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.TailFiles;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -86,9 +87,6 @@ final class PreparedLayouts {
     if (!m.provider().equals(layout.provider())) {
       return "it was prepared for the state store provider " + m.provider();
     }
-    if (layout.checkpointIdsEnabled()) {
-      return "a prepared layout is not replayed under state checkpoint format v2";
-    }
     if (!m.compressionCodec().equals(codec(layout))) {
       return "it was written with the codec "
           + m.compressionCodec()
@@ -104,6 +102,7 @@ final class PreparedLayouts {
     }
     // the changes of the batches since: the HDFS-backed store's deltas, RocksDB's changelogs
     String tail = PreparedManifest.tailSuffix(layout.rocksDb());
+    TailFiles logs = TailFiles.of(layout, m.preparedBatch() + 2, layout.lastCommitted() + 1);
     for (StoreSpec spec : layout.stores()) {
       Optional<PreparedManifest.Store> store = m.store(spec);
       if (store.isEmpty()
@@ -134,12 +133,12 @@ final class PreparedLayouts {
           names.add(status.getPath().getName());
         }
         for (long v = m.preparedBatch() + 2; v <= layout.lastCommitted() + 1; v++) {
-          if (!names.contains(v + tail)) {
+          String name = logs.name(spec, p, v);
+          if (name == null || !names.contains(name)) {
             return "the state file "
                 + spec.dir(p)
                 + "/"
-                + v
-                + tail
+                + (name != null ? name : v + tail)
                 + " of batch "
                 + (v - 1)
                 + (layout.rocksDb()

@@ -47,9 +47,13 @@ final class ColumnFamilyTail {
   static final byte REMOVE_RANGE = 0x20;
   static final byte END = 0x00;
   static final String FORMAT = "v2";
+
+  /** The same records after a lineage line: RocksDB's changelog under checkpoint format v2. */
+  static final String LINEAGE_FORMAT = "v4";
+
   static final int FAMILY_ID_BYTES = 2;
 
-  private static final Pattern ZIP = Pattern.compile("(\\d+)\\.zip");
+  private static final Pattern ZIP = Pattern.compile("(\\d+)(?:_[^.]+)?\\.zip");
 
   private ColumnFamilyTail() {}
 
@@ -89,7 +93,9 @@ final class ColumnFamilyTail {
 
   private static void readFile(DataInputStream in, Path file, Records records) throws IOException {
     String format = in.readUTF();
-    if (!FORMAT.equals(format)) {
+    if (LINEAGE_FORMAT.equals(format)) {
+      in.readUTF(); // the lineage (state checkpoint format v2), which the replay does not need
+    } else if (!FORMAT.equals(format)) {
       throw new PreparedManifest.Rejected(
           "the changelog file "
               + file
@@ -148,19 +154,26 @@ final class ColumnFamilyTail {
   /**
    * Writes a log of {@code changes} for a new partition in RocksDB's changelog format: each key's
    * family moved from its index ({@code FAMILY_ID_BYTES} bytes, big-endian, in the store's list of
-   * families) to the new partition's id for it.
+   * families) to the new partition's id for it. With a {@code lineage} (state checkpoint format
+   * v2), the format that carries it.
    */
   static long write(
       java.io.OutputStream file,
       CompressionCodec codec,
       Map<ByteBuffer, byte[]> changes,
-      short[] idOfFamily)
+      short[] idOfFamily,
+      String lineage)
       throws IOException {
     long bytes = 0;
     try (DataOutputStream out =
         new DataOutputStream(
             new java.io.BufferedOutputStream(codec.compressedOutputStream(file), 1 << 16))) {
-      out.writeUTF(FORMAT);
+      if (lineage == null) {
+        out.writeUTF(FORMAT);
+      } else {
+        out.writeUTF(LINEAGE_FORMAT);
+        out.writeUTF(lineage);
+      }
       for (Map.Entry<ByteBuffer, byte[]> change : changes.entrySet()) {
         byte[] indexed = change.getKey().array();
         int family = (indexed[0] & 0xff) << 8 | (indexed[1] & 0xff);
@@ -215,17 +228,20 @@ final class ColumnFamilyTail {
   static Map<Short, String> oldFamilies(FileSystem fs, Path partitionDir, long version)
       throws IOException {
     long newest = -1;
+    Path zip = null;
     for (FileStatus status : fs.listStatus(partitionDir)) {
       Matcher m = ZIP.matcher(status.getPath().getName());
       if (m.matches() && Long.parseLong(m.group(1)) <= version) {
-        newest = Math.max(newest, Long.parseLong(m.group(1)));
+        if (Long.parseLong(m.group(1)) > newest) {
+          newest = Long.parseLong(m.group(1));
+          zip = status.getPath();
+        }
       }
     }
-    if (newest < 0) {
+    if (zip == null) {
       throw new PreparedManifest.Rejected(
           "no snapshot of " + partitionDir + " names its column families");
     }
-    Path zip = new Path(partitionDir, newest + ".zip");
     RocksDBCheckpointMetadata metadata;
     try (InputStream in = fs.open(zip)) {
       metadata = zipMetadata(in);

@@ -1,5 +1,6 @@
 package io.stateshift.spark.state;
 
+import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.StateFileDamage;
 import java.io.EOFException;
 import java.io.IOException;
@@ -156,6 +157,18 @@ final class DeltaChain {
         DeltaChain::murmur3);
   }
 
+  /**
+   * As {@link #read}, for RocksDB's changelog files under state checkpoint format v2 (its third
+   * changelog format): the first format's records after two strings, the format ({@code "v3"}) and
+   * the lineage of the version, which are skipped.
+   */
+  static DeltaChain readWithLineage(
+      FileSystem fs, List<Path> changelogsNewestFirst, CompressionCodec codec) throws IOException {
+    return read(fs, changelogsNewestFirst, null, codec, DeltaChain::murmur3, LINEAGE_FORMAT);
+  }
+
+  static final String LINEAGE_FORMAT = "v3";
+
   private static DeltaChain read(
       FileSystem fs,
       List<Path> deltasNewestFirst,
@@ -163,12 +176,26 @@ final class DeltaChain {
       CompressionCodec codec,
       KeyHash keyHash)
       throws IOException {
+    return read(fs, deltasNewestFirst, listed, codec, keyHash, null);
+  }
+
+  private static DeltaChain read(
+      FileSystem fs,
+      List<Path> deltasNewestFirst,
+      List<FileStatus> listed,
+      CompressionCodec codec,
+      KeyHash keyHash,
+      String format)
+      throws IOException {
     byte[][] deltas = new byte[deltasNewestFirst.size()][];
     int[][] offsets = new int[deltas.length][];
     int total = 0;
     for (int d = 0; d < deltas.length; d++) {
       Path file = deltasNewestFirst.get(d);
       deltas[d] = decompress(fs, listed != null ? listed.get(d) : fs.getFileStatus(file), codec);
+      if (format != null) {
+        deltas[d] = withoutHeader(deltas[d], format, file);
+      }
       try {
         offsets[d] = recordOffsets(deltas[d], file);
       } catch (IOException e) {
@@ -359,6 +386,32 @@ final class DeltaChain {
   }
 
   /** Where each record of a decompressed delta starts, checking every length against its end. */
+  /** The records after a changelog's format and lineage strings (Java's modified UTF-8). */
+  private static byte[] withoutHeader(byte[] data, String format, Path file) throws IOException {
+    int at = 0;
+    for (int i = 0; i < 2; i++) {
+      if (at + 2 > data.length) {
+        throw StateFileDamage.classify(file, HdfsFileExchange.truncated(file, null));
+      }
+      int length = (data[at] & 0xff) << 8 | (data[at + 1] & 0xff);
+      if (at + 2 + length > data.length) {
+        throw StateFileDamage.classify(file, HdfsFileExchange.truncated(file, null));
+      }
+      String text = new String(data, at + 2, length, java.nio.charset.StandardCharsets.UTF_8);
+      if (i == 0 && !text.equals(format)) {
+        throw new PreparedManifest.Rejected(
+            "the changelog file "
+                + file
+                + " is in RocksDB's changelog format "
+                + (text.length() > 8 ? "1" : text)
+                + ", not "
+                + format);
+      }
+      at += 2 + length;
+    }
+    return Arrays.copyOfRange(data, at, data.length);
+  }
+
   private static int[] recordOffsets(byte[] data, Path file) throws IOException {
     int[] offsets = new int[Math.max(16, data.length / 64)];
     int count = 0;

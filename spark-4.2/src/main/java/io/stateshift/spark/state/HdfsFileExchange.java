@@ -325,6 +325,19 @@ final class HdfsFileExchange {
       return task != null && (task.attemptNumber() > 0 || task.stageAttemptNumber() > 0);
     }
 
+    /**
+     * A string as {@code DataOutput.writeUTF} writes it (ASCII only here): a RocksDB changelog's
+     * format and lineage lines, ahead of its records.
+     */
+    void text(String text) throws IOException {
+      byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      if (bytes.length > 0xffff || !text.chars().allMatch(c -> c > 0 && c < 0x80)) {
+        throw new IllegalArgumentException("not a short ASCII string: " + text);
+      }
+      put(new byte[] {(byte) (bytes.length >>> 8), (byte) bytes.length}, 0, 2);
+      put(bytes, 0, bytes.length);
+    }
+
     void append(
         byte[] key, int keyOffset, int keyLength, byte[] value, int valueOffset, int valueLength)
         throws IOException {

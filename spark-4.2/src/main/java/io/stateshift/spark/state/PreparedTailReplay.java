@@ -4,6 +4,7 @@ import io.stateshift.checkpoint.PlacementCheck;
 import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.StateFileDamage;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.TailFiles;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
@@ -78,6 +79,11 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   private final String codecName;
   private final boolean rocksDb;
   private final PreparedManifest manifest;
+  private final TailFiles logs;
+
+  /** State checkpoint format v2: each version's files are named by a unique id too. */
+  private final boolean checkpointIds;
+
   private LongAccumulator replayed;
   private transient long rowsReplayed;
 
@@ -91,7 +97,9 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       long lastCommitted,
       String codecName,
       boolean rocksDb,
-      PreparedManifest manifest) {
+      PreparedManifest manifest,
+      TailFiles logs,
+      boolean checkpointIds) {
     this.checkpointRoot = checkpointRoot;
     this.stagingRoot = stagingRoot;
     this.driverConf = new SerializableConfiguration(hadoopConf);
@@ -102,6 +110,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     this.codecName = codecName;
     this.rocksDb = rocksDb;
     this.manifest = manifest;
+    this.logs = logs;
+    this.checkpointIds = checkpointIds;
   }
 
   private Configuration conf() {
@@ -177,7 +187,12 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     FileSystem fs = dir.getFileSystem(conf());
     List<Path> deltas = new ArrayList<>();
     for (long v = lastCommitted + 1; v >= manifest.preparedBatch() + 2; v--) {
-      deltas.add(new Path(dir, v + PreparedManifest.tailSuffix(rocksDb)));
+      String name = logs.name(spec, task.partition(), v);
+      if (name == null) {
+        throw new PreparedManifest.Rejected(
+            "the commit of batch " + (v - 1) + " names no state file for " + dir);
+      }
+      deltas.add(new Path(dir, name));
     }
     List<Tuple2<byte[], Object>> out = new ArrayList<>();
     if (deltas.isEmpty()) {
@@ -191,7 +206,10 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     DeltaChain chain;
     try {
-      chain = DeltaChain.read(fs, deltas, codec);
+      chain =
+          checkpointIds
+              ? DeltaChain.readWithLineage(fs, deltas, codec)
+              : DeltaChain.read(fs, deltas, codec);
     } catch (StateFileDamage.DamagedFile e) {
       throw StateFileDamage.refusal(checkpointRoot, e);
     }
@@ -349,6 +367,13 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     Path staged = new Path(stagingRoot, spec.dir(partition));
     FileSystem fs = preparedFile.getFileSystem(conf());
     long base = lastCommitted + 1;
+    // format v2: the new versions' ids, and the log's lineage back to the version it builds on
+    String baseId = checkpointIds ? java.util.UUID.randomUUID().toString() : null;
+    String logId = checkpointIds ? java.util.UUID.randomUUID().toString() : null;
+    String lineage =
+        checkpointIds
+            ? "[{\"version\":" + base + ",\"checkpointUniqueId\":\"" + baseId + "\"}]"
+            : null;
     RocksDBCheckpointMetadata metadata = null;
     if (rocksDb) {
       byte[] zip = readChecked(fs, prepared, preparedFile);
@@ -371,7 +396,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
         carry(fs, source, new Path(staged, "SSTs/" + sst.dfsSstFileName()), prepared);
       }
       try (java.io.OutputStream out =
-          HdfsFileExchange.SnapshotWriter.create(fs, new Path(staged, base + ".zip"))) {
+          HdfsFileExchange.SnapshotWriter.create(
+              fs, new Path(staged, versionFile(base, baseId, ".zip")))) {
         out.write(zip);
       }
     } else {
@@ -387,17 +413,22 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     timer.lap("carry");
     long logBytes = 0;
-    Path log = new Path(staged, (base + 1) + PreparedManifest.tailSuffix(rocksDb));
+    Path log = new Path(staged, versionFile(base + 1, logId, PreparedManifest.tailSuffix(rocksDb)));
     if (spec.hasColumnFamilies()) {
       logBytes =
           ColumnFamilyTail.write(
               HdfsFileExchange.SnapshotWriter.create(fs, log),
               HdfsFileExchange.codec(codecName),
               tail,
-              familyIds(spec, metadata, prepared));
+              familyIds(spec, metadata, prepared),
+              lineage);
     } else {
       try (HdfsFileExchange.SnapshotWriter writer =
           new HdfsFileExchange.SnapshotWriter(fs, log, HdfsFileExchange.codec(codecName))) {
+        if (lineage != null) {
+          writer.text(DeltaChain.LINEAGE_FORMAT);
+          writer.text(lineage);
+        }
         for (Map.Entry<ByteBuffer, byte[]> change : tail.entrySet()) {
           byte[] key = change.getKey().array();
           byte[] put = change.getValue();
@@ -414,7 +445,12 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     timer.lap("log");
     timer.report();
     return new PartitionCount(
-        spec.slot(), partition, prepared.rows(), prepared.bytes() + logBytes, null);
+        spec.slot(), partition, prepared.rows(), prepared.bytes() + logBytes, logId);
+  }
+
+  /** A version's file name: {@code <v><suffix>}, or {@code <v>_<id><suffix>} under format v2. */
+  private static String versionFile(long version, String id, String suffix) {
+    return version + (id != null ? "_" + id : "") + suffix;
   }
 
   /** The prepared file's bytes (a RocksDB version's zip: small), their SHA-256 checked. */

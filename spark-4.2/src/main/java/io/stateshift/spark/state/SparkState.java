@@ -114,7 +114,10 @@ public final class SparkState {
         layout.lastCommitted(),
         StateStores.storeConf(layout.storeConf()).compressionCodec(),
         layout.rocksDb(),
-        prepared);
+        prepared,
+        io.stateshift.checkpoint.TailFiles.of(
+            layout, prepared.preparedBatch() + 2, layout.lastCommitted() + 1),
+        layout.checkpointIdsEnabled());
   }
 
   /** The SHA-256 of each file, one Spark task per file. */

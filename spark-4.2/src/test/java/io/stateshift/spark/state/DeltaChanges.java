@@ -36,13 +36,12 @@ public final class DeltaChanges {
     FileSystem fs = files.fs();
     long[] counts = new long[3];
     byte[][] entry = new byte[2][];
+    io.stateshift.checkpoint.TailFiles logs =
+        io.stateshift.checkpoint.TailFiles.of(layout, firstVersion, lastVersion);
     for (StoreSpec spec : layout.stores()) {
       for (int p = 0; p < layout.partitions(); p++) {
         for (long v = firstVersion; v <= lastVersion; v++) {
-          Path delta =
-              new Path(
-                  files.path(spec.dir(p)),
-                  v + io.stateshift.checkpoint.PreparedManifest.tailSuffix(layout.rocksDb()));
+          Path delta = new Path(files.path(spec.dir(p)), logs.name(spec, p, v));
           try {
             if (spec.hasColumnFamilies()) {
               ColumnFamilyTail.forEachRecord(
@@ -57,6 +56,10 @@ public final class DeltaChanges {
               continue;
             }
             try (DataInputStream in = HdfsFileExchange.decoding(fs.open(delta), codec, delta)) {
+              if (layout.checkpointIdsEnabled()) { // format v2: the format, then the lineage
+                in.readUTF();
+                in.readUTF();
+              }
               while (HdfsFileExchange.nextEntry(in, delta, entry)) {
                 counts[entry[1] == null ? 1 : 0]++;
               }
