@@ -228,6 +228,32 @@ class TransformWithStateOracleTest {
   }
 
   /**
+   * Row checksums cover a key's column family id, which an old and a new partition number
+   * differently: prepare refuses them with column families, naming the setting, and writes nothing.
+   */
+  @Test
+  void prepareRefusesColumnFamiliesWithRowChecksums() {
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB_CHANGELOG.withPartitions(3));
+    conf.put(NO_DATA_BATCHES, "false");
+    conf.put("spark.sql.streaming.stateStore.rowChecksum.enabled", "true");
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    run.writeRotatingEvents(0, ROWS);
+    run.runAvailable(OperatorQueries.TWS_EVENT_TIME, checkpoint, tmp.resolve("sink"), conf);
+    var before = io.stateshift.testing.CheckpointDigest.of(checkpoint);
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () ->
+                StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(5).execute())
+        .isInstanceOfSatisfying(
+            StateShiftException.class,
+            e ->
+                assertThat(e.reason()).isEqualTo(StateShiftException.Reason.UNSUPPORTED_CHECKPOINT))
+        .hasMessageContaining("spark.sql.streaming.stateStore.rowChecksum.enabled")
+        .hasMessageContaining("Nothing was written");
+    assertThat(io.stateshift.testing.CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /**
    * Repartitions through the API and checks the result: rows moved one for one, every entry in its
    * partition, the state unchanged entry for entry, Spark's metadata and stateshift's own census
    * agree. Returns the repartition's batch id.
