@@ -362,7 +362,7 @@ public final class RepartitionRunner {
                 newFiles,
                 v1Metadata(checkpoint),
                 newCommit,
-                statePath.prepared() ? replacedFiles(newFiles) : List.of())
+                statePath.prepared() ? replacedFiles(newFiles, journal.baseBatch() + 1) : List.of())
             .withPhase(RepartitionJournal.Phase.SWITCHING);
     journal.save(files);
     FailPoints.reached("journal-switching");
@@ -943,12 +943,16 @@ public final class RepartitionRunner {
   /**
    * The old layout's files whose names new files take: from a prepared layout each new partition's
    * base is version N+1, where the old partition may have its own snapshot of N+1 (and Spark's
-   * checksum file beside it). Only version files can collide; SST file names are unique.
+   * checksum file beside it). Only files of that version can collide (not the tail's log of N+2,
+   * which the old partition never wrote), and only when named without a checkpoint id; SST file
+   * names are unique.
    */
-  private List<String> replacedFiles(List<String> newFiles) {
+  private List<String> replacedFiles(List<String> newFiles, long baseVersion) {
     List<String> candidates = new ArrayList<>();
     for (String relative : newFiles) {
-      if (!relative.contains("/SSTs/")) {
+      String name = relative.substring(relative.lastIndexOf('/') + 1);
+      if (!relative.contains("/SSTs/")
+          && (name.startsWith(baseVersion + ".") || name.startsWith("." + baseVersion + "."))) {
         candidates.add(relative);
         candidates.add(relative + ".crc");
       }
