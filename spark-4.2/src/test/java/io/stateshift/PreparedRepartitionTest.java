@@ -132,7 +132,15 @@ class PreparedRepartitionTest {
     assertThat(tail.puts()).isPositive();
     assertThat(tail.removals()).isPositive();
 
-    RepartitionResult result = repartition(checkpoint, 3);
+    // a tail above the driver's budget (1 byte): read by tasks and shuffled instead
+    RepartitionResult result;
+    String budget = io.stateshift.config.StateShiftConf.PREPARED_DRIVER_TAIL_BYTES.key();
+    spark.conf().set(budget, "1");
+    try {
+      result = repartition(checkpoint, 3);
+    } finally {
+      spark.conf().unset(budget);
+    }
     assertThat(result.path().prepared()).isTrue();
     assertThat(result.path().preparedBatch()).isEqualTo(second.prepared().get().preparedBatch());
     assertThat(result.path().lastCommittedBatch()).isEqualTo(result.plan().lastCommittedBatch());

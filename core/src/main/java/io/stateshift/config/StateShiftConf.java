@@ -340,6 +340,16 @@ public final class StateShiftConf {
               + " merging. Each store being read holds up to 32 MB of entries on the heap. `1`"
               + " keeps a task to `spark.task.cpus` stores at once, as on a local disk.");
 
+  public static final Setting<Long> PREPARED_DRIVER_TAIL_BYTES =
+      longValue(
+          Section.JOB,
+          "spark.stateshift.prepared.driverTailBytes",
+          64L << 20,
+          "At a restart from a prepared layout, the size of a tail (the changes since the"
+              + " prepared batch, in bytes of keys and values) up to which the driver reads it and"
+              + " hands each write task its share, in one Spark job; a larger tail is read by"
+              + " tasks and shuffled (two stages). `0` always shuffles.");
+
   public static final Setting<Double> PREPARE_CPU_SHARE =
       doubleValue(
           Section.JOB,

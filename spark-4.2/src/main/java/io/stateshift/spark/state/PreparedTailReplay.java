@@ -64,7 +64,10 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   private static final byte REMOVE = 0;
   private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
   private static final ClassTag<Object> OBJECT = ClassTag$.MODULE$.Object();
-  private static final int LOCAL_TARGETS_PER_TASK = 4;
+  private static final int LOCAL_THREADS = 4;
+
+  /** Threads the driver reads a small tail on, at most (the driver's cores are few). */
+  private static final int DRIVER_THREADS = 32;
 
   private record SourceTask(int slot, int partition) implements Serializable {}
 
@@ -85,6 +88,14 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   private final boolean checkpointIds;
 
   private LongAccumulator replayed;
+
+  /**
+   * Each thread's placement per store slot: building one (Spark's generated hash code) costs about
+   * a millisecond, more than placing a partition's share of a small tail, and it is not
+   * thread-safe.
+   */
+  private transient volatile ThreadLocal<Map<Integer, StateStores.KeyPlacement>> placements;
+
   private transient long rowsReplayed;
 
   PreparedTailReplay(
@@ -153,23 +164,52 @@ final class PreparedTailReplay implements Redistribution, Serializable {
           sources.add(new SourceTask(store.slot(), p));
         }
       }
-      // a tail is small: a few tasks per core read all of it, rather than a task per partition
-      int readTasks = Math.min(sources.size(), Math.max(1, 2 * jsc.defaultParallelism()));
-      RDD<Tuple2<byte[], Object>> tagged =
-          jsc.parallelize(sources, readTasks).flatMap(this::readTail).rdd();
       int targets = stores.size() * newPartitions;
-      int atOnce = StateRedistributionJob.remoteIoThreads(spark, checkpointRoot, conf());
-      int perTask = targetsPerWriteTask(atOnce, targets, jsc.defaultParallelism());
-      ShuffledRDD<byte[], Object, Object> shuffled =
-          new ShuffledRDD<>(
-              tagged, new StateRecords.TargetPartitioner(targets, perTask), BYTES, OBJECT, OBJECT);
-      shuffled.setSerializer(new RawRecordSerializer());
-      List<PartitionCount> written =
-          shuffled
-              .toJavaRDD()
-              .mapPartitionsWithIndex(
-                  (task, records) -> write(task, perTask, atOnce, records), false)
-              .collect();
+      int remote = StateRedistributionJob.remoteIoThreads(spark, checkpointRoot, conf());
+      int perTask = targetsPerWriteTask(remote, targets, jsc.defaultParallelism());
+      // a write task's partitions are mostly file operations, which overlap: on a local disk too
+      int atOnce = Math.max(remote, LOCAL_THREADS);
+      List<List<byte[]>> shares =
+          readOnDriver(
+              sources,
+              Math.min(DRIVER_THREADS, Math.max(remote, LOCAL_THREADS * jsc.defaultParallelism())),
+              (targets + perTask - 1) / perTask,
+              perTask,
+              StateShiftConf.PREPARED_DRIVER_TAIL_BYTES.from(spark));
+      List<PartitionCount> written;
+      if (shares != null) {
+        written =
+            jsc.parallelize(shares, shares.size())
+                .mapPartitionsWithIndex(
+                    (task, share) -> write(task, perTask, atOnce, records(share)), false)
+                .collect();
+      } else {
+        // a large tail: a few tasks per core read it, a shuffle takes it to the write tasks
+        int readTasks = Math.min(sources.size(), Math.max(1, 2 * jsc.defaultParallelism()));
+        RDD<Tuple2<byte[], Object>> tagged =
+            jsc.parallelize(sources, readTasks)
+                .flatMap(
+                    source -> {
+                      List<Tuple2<byte[], Object>> out = readTail(source);
+                      replayed.add(out.size());
+                      return out.iterator();
+                    })
+                .rdd();
+        ShuffledRDD<byte[], Object, Object> shuffled =
+            new ShuffledRDD<>(
+                tagged,
+                new StateRecords.TargetPartitioner(targets, perTask),
+                BYTES,
+                OBJECT,
+                OBJECT);
+        shuffled.setSerializer(new RawRecordSerializer());
+        written =
+            shuffled
+                .toJavaRDD()
+                .mapPartitionsWithIndex(
+                    (task, records) -> write(task, perTask, atOnce, records), false)
+                .collect();
+      }
       rowsReplayed = replayed.value();
       // the rows each new partition must hold: its prepared rows, minus the keys the tail
       // changed, plus the tail's puts, counted as they were applied
@@ -180,9 +220,72 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
   }
 
+  private StateStores.KeyPlacement placement(StoreSpec spec) {
+    if (placements == null) {
+      placements = ThreadLocal.withInitial(HashMap::new);
+    }
+    return placements
+        .get()
+        .computeIfAbsent(spec.slot(), slot -> new StateStores.KeyPlacement(spec, newPartitions));
+  }
+
+  /**
+   * Reads the whole tail on the driver, on {@code threads} threads, and returns each write task's
+   * records; null, having read no more than about {@code budget} bytes, when the tail is larger. A
+   * tail is usually small (the batches since the prepared one), and a Spark stage to read it and a
+   * shuffle to route it cost more than the reading.
+   */
+  private List<List<byte[]>> readOnDriver(
+      List<SourceTask> sources, int threads, int writeTasks, int perTask, long budget) {
+    if (budget <= 0) {
+      return null;
+    }
+    java.util.concurrent.atomic.AtomicLong bytes = new java.util.concurrent.atomic.AtomicLong();
+    List<List<Tuple2<byte[], Object>>> read =
+        StateRedistributionJob.onThreads(
+            sources,
+            threads,
+            source -> {
+              if (bytes.get() > budget) {
+                return List.of();
+              }
+              try {
+                List<Tuple2<byte[], Object>> out = readTail(source);
+                bytes.addAndGet(out.stream().mapToLong(r -> r._1().length).sum());
+                return out;
+              } catch (IOException e) {
+                throw new UncheckedIOException(e);
+              }
+            });
+    if (bytes.get() > budget) {
+      return null;
+    }
+    List<List<byte[]>> shares = new ArrayList<>();
+    for (int t = 0; t < writeTasks; t++) {
+      shares.add(new ArrayList<>());
+    }
+    long count = 0;
+    for (List<Tuple2<byte[], Object>> partition : read) {
+      for (Tuple2<byte[], Object> record : partition) {
+        shares.get(StateRecords.target(record._1()) / perTask).add(record._1());
+        count++;
+      }
+    }
+    replayed.add(count);
+    return shares;
+  }
+
+  /** A write task's share as the shuffle would hand it over. */
+  private static Iterator<Tuple2<byte[], Object>> records(Iterator<List<byte[]>> share) {
+    List<Tuple2<byte[], Object>> out = new ArrayList<>();
+    share.forEachRemaining(records -> records.forEach(r -> out.add(new Tuple2<>(r, null))));
+    return out.iterator();
+  }
+
   /** The newest entry of every key the tail changed in one old partition, tagged by target. */
-  private Iterator<Tuple2<byte[], Object>> readTail(SourceTask task) throws IOException {
+  private List<Tuple2<byte[], Object>> readTail(SourceTask task) throws IOException {
     StoreSpec spec = stores.get(task.slot());
+    TaskTimer timer = new TaskTimer("tail " + spec.storeName() + "/" + task.partition());
     Path dir = new Path(checkpointRoot, spec.dir(task.partition()));
     FileSystem fs = dir.getFileSystem(conf());
     List<Path> deltas = new ArrayList<>();
@@ -196,15 +299,16 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     List<Tuple2<byte[], Object>> out = new ArrayList<>();
     if (deltas.isEmpty()) {
-      return out.iterator();
+      return out;
     }
     CompressionCodec codec = HdfsFileExchange.codec(codecName);
     if (spec.hasColumnFamilies()) {
       List<Path> oldestFirst = new ArrayList<>(deltas);
       java.util.Collections.reverse(oldestFirst);
-      return readColumnFamilyTail(spec, fs, dir, oldestFirst, codec).iterator();
+      return readColumnFamilyTail(spec, fs, dir, oldestFirst, codec);
     }
     DeltaChain chain;
+    timer.lap("names");
     try {
       chain =
           checkpointIds
@@ -213,7 +317,8 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     } catch (StateFileDamage.DamagedFile e) {
       throw StateFileDamage.refusal(checkpointRoot, e);
     }
-    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    timer.lap("read");
+    StateStores.KeyPlacement placement = placement(spec);
     UnsafeRow keyRow = new UnsafeRow(spec.keySchema().length());
     RocksDBKeyStateEncoder storedKeys = rocksDb ? RocksDbSstExchange.keyDecoder(spec) : null;
     int firstTarget = spec.slot() * newPartitions;
@@ -238,8 +343,9 @@ final class PreparedTailReplay implements Redistribution, Serializable {
           }
           out.add(new Tuple2<>(StateRecords.pack(target, key, value), null));
         });
-    replayed.add(out.size());
-    return out.iterator();
+    timer.lap("tag");
+    timer.report();
+    return out;
   }
 
   /**
@@ -297,19 +403,18 @@ final class PreparedTailReplay implements Redistribution, Serializable {
           firstTarget + StateStores.KeyPlacement.pmod(placements[family].hash(row), newPartitions);
       out.add(new Tuple2<>(StateRecords.pack(target, key, change.getValue()), null));
     }
-    replayed.add(out.size());
     return out;
   }
 
   /**
-   * New partitions a write task takes: on a local disk, four one after another, since a partition's
-   * work there (a few links and one small file) is less than what Spark spends launching and
-   * feeding a task (10-15 ms); on a remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS})
-   * several, written at once on a thread each, as a partition's time there is round trips.
+   * New partitions a write task takes: on a local disk, a core's share, since a partition's work
+   * there (a few links and one small file, 2-8 ms) is less than what Spark spends launching and
+   * feeding a task (10-15 ms); on a remote checkpoint ({@link StateShiftConf#TASK_IO_THREADS}), as
+   * many as it writes at once, as a partition's time there is round trips.
    */
-  private int targetsPerWriteTask(int atOnce, int targets, int cores) {
-    int perCore = Math.max(1, targets / Math.max(1, cores));
-    return atOnce > 1 ? Math.min(atOnce, perCore) : Math.min(LOCAL_TARGETS_PER_TASK, perCore);
+  private int targetsPerWriteTask(int remote, int targets, int cores) {
+    int perCore = (targets + Math.max(1, cores) - 1) / Math.max(1, cores);
+    return remote > 1 ? Math.min(remote, Math.max(1, targets / Math.max(1, cores))) : perCore;
   }
 
   /** One write task: the new partitions {@code task * perTask ..}, {@code atOnce} at a time. */
