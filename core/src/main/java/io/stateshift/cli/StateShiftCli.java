@@ -361,6 +361,7 @@ public final class StateShiftCli {
     work.put("stateBytes", job.stateBytes());
     work.put("filesRead", job.stateFiles());
     work.put("filesWritten", job.filesWritten());
+    work.put("replayBytes", job.replayBytes());
     work.put("objectStore", job.objectStore());
   }
 

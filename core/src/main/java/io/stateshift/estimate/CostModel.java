@@ -15,7 +15,8 @@ import java.util.Set;
  *
  * <pre>
  * seconds = fixed + requests x perRequest
- *         + (old stores x perOldStore + files read x perFile + bytes x perByte) / read slots
+ *         + (old stores x perOldStore + files read x perFile + bytes x perByte
+ *            + changelog bytes replayed x perReplayedByte) / read slots
  *         + (new stores x perNewStore + files written x perFile + bytes x perByte) / write slots
  * </pre>
  *
@@ -50,7 +51,10 @@ public record CostModel(
     NEW_STORES("newStores", "seconds per new store written, per task slot"),
     FILES("files", "seconds per state file read or written, per task slot"),
     BYTES("bytes", "seconds per byte read and per byte written, per task slot"),
-    REQUESTS("requests", "seconds per object-store request, as overlapped in the measured run");
+    REQUESTS("requests", "seconds per object-store request, as overlapped in the measured run"),
+    REPLAY_BYTES(
+        "replayBytes",
+        "seconds per byte of RocksDB changelog replayed on top of a snapshot, per task slot");
 
     public final String key;
     public final String unit;
@@ -70,6 +74,8 @@ public record CostModel(
    * @param readsRocksDb the state is in RocksDB (else the HDFS-backed store)
    * @param writesRocksDb the new state is written for RocksDB
    * @param objectStore the checkpoint is on an object store (S3, ABFS, GCS)
+   * @param replayBytes bytes of RocksDB changelog files the read side replays (the versions after
+   *     each partition's newest snapshot, {@link io.stateshift.checkpoint.StateSize#replayBytes})
    */
   public record Job(
       int fromPartitions,
@@ -79,7 +85,30 @@ public record CostModel(
       long stateFiles,
       boolean readsRocksDb,
       boolean writesRocksDb,
-      boolean objectStore) {
+      boolean objectStore,
+      long replayBytes) {
+
+    /** A job with nothing to replay. */
+    public Job(
+        int fromPartitions,
+        int toPartitions,
+        int storesPerPartition,
+        long stateBytes,
+        long stateFiles,
+        boolean readsRocksDb,
+        boolean writesRocksDb,
+        boolean objectStore) {
+      this(
+          fromPartitions,
+          toPartitions,
+          storesPerPartition,
+          stateBytes,
+          stateFiles,
+          readsRocksDb,
+          writesRocksDb,
+          objectStore,
+          0);
+    }
 
     public long oldStores() {
       return (long) fromPartitions * storesPerPartition;
@@ -150,6 +179,7 @@ public record CostModel(
     q.put(Term.FILES, job.stateFiles() / readSlots + job.filesWritten() / writeSlots);
     q.put(Term.BYTES, job.stateBytes() / readSlots + job.stateBytes() / writeSlots);
     q.put(Term.REQUESTS, requests);
+    q.put(Term.REPLAY_BYTES, job.replayBytes() / readSlots);
     return q;
   }
 

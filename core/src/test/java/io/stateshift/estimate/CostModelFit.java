@@ -92,7 +92,11 @@ public final class CostModelFit {
         if (!run.path("medianMillis").isNumber()) {
           continue;
         }
-        boolean rocksDb = c.path("provider").asText().equals("RocksDB");
+        String provider = c.path("provider").asText();
+        boolean rocksDb = provider.startsWith("RocksDB");
+        // The benchmark's checkpoints with changelog checkpointing have no snapshot yet: every
+        // state byte there is a changelog byte the read side replays.
+        long replayBytes = provider.equals("RocksDB+changelog") ? c.path("stateBytes").asLong() : 0;
         int stores =
             c.path("storesPerPartition").isInt()
                 ? c.path("storesPerPartition").asInt()
@@ -108,7 +112,8 @@ public final class CostModelFit {
                 c.path("stateFiles").asLong() / 2,
                 rocksDb,
                 rocksDb,
-                false);
+                false,
+                replayBytes);
         String label =
             String.format(
                 Locale.ROOT,

@@ -15,7 +15,7 @@ class CostModelTest {
   static CostModel model(double... seconds) {
     Map<Term, Double> c = new EnumMap<>(Term.class);
     for (Term t : Term.values()) {
-      c.put(t, seconds[t.ordinal()]);
+      c.put(t, t.ordinal() < seconds.length ? seconds[t.ordinal()] : 0);
     }
     return new CostModel(c, Map.of("rocksdb", 18.0, "hdfs", 23.0), "test points");
   }
@@ -51,6 +51,18 @@ class CostModelTest {
     // a stage has no more tasks than partitions: slots beyond both counts change nothing
     assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 400))
         .isEqualTo(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 4_000));
+  }
+
+  @Test
+  void changelogBytesToReplayCostTheirOwnTermOnTheReadSlots() {
+    CostModel model = model(0.5, 0.07, 0.1, 0.002, 8e-9, 0.03, 6e-8);
+    Job snapshotOnly = new Job(200, 64, 1, 1_000_000_000L, 1_600, true, true, false, 0);
+    Job withChangelog = new Job(200, 64, 1, 1_000_000_000L, 1_600, true, true, false, 500_000_000L);
+    CostEstimate e = model.estimate(withChangelog, slots(40));
+    assertThat(e.termSeconds().get(Term.REPLAY_BYTES)).isCloseTo(5e8 * 6e-8 / 40, within());
+    assertThat(model.estimate(snapshotOnly, slots(40)).termSeconds().get(Term.REPLAY_BYTES))
+        .isZero();
+    assertThat(e.seconds() - model.seconds(snapshotOnly, 40)).isCloseTo(0.75, within());
   }
 
   @Test

@@ -395,6 +395,9 @@ final class LayoutReader {
             // a second request only where the listing holds no file
             Map<String, Long> sizes = fileSizes(files, below, dir);
             listed.add(sizes);
+            if (rocksDb) {
+              listed.addReplay(sizes, version);
+            }
             if (sizes.isEmpty() && !files.isDirectory(files.path(dir))) {
               throw Checkpoint.corrupt(
                   files,
@@ -425,17 +428,48 @@ final class LayoutReader {
             }
           });
     }
-    return new StateSize(listed.bytes, listed.files);
+    return new StateSize(listed.bytes, listed.files, listed.replayBytes);
   }
 
   /** The bytes and files of the listings made (from several threads). */
   private static final class Tally {
+    private static final java.util.regex.Pattern ROCKSDB_VERSION_FILE =
+        java.util.regex.Pattern.compile("(\\d+)(?:_[^.]+)?\\.(zip|changelog)");
+
     long bytes;
     long files;
+    long replayBytes;
 
     synchronized void add(Map<String, Long> sizes) {
       files += sizes.size();
       sizes.values().forEach(size -> bytes += size);
+    }
+
+    /** The changelog files of a RocksDB partition folder after its newest zip at or below. */
+    void addReplay(Map<String, Long> sizes, long version) {
+      long snapshot = 0;
+      for (String name : sizes.keySet()) {
+        java.util.regex.Matcher m = ROCKSDB_VERSION_FILE.matcher(name);
+        if (m.matches() && m.group(2).equals("zip")) {
+          long v = Long.parseLong(m.group(1));
+          if (v <= version) {
+            snapshot = Math.max(snapshot, v);
+          }
+        }
+      }
+      long replay = 0;
+      for (Map.Entry<String, Long> file : sizes.entrySet()) {
+        java.util.regex.Matcher m = ROCKSDB_VERSION_FILE.matcher(file.getKey());
+        if (m.matches() && m.group(2).equals("changelog")) {
+          long v = Long.parseLong(m.group(1));
+          if (v > snapshot && v <= version) {
+            replay += file.getValue();
+          }
+        }
+      }
+      synchronized (this) {
+        replayBytes += replay;
+      }
     }
   }
 
