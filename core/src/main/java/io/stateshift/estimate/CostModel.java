@@ -88,28 +88,6 @@ public record CostModel(
       boolean objectStore,
       long replayBytes) {
 
-    /** A job with nothing to replay. */
-    public Job(
-        int fromPartitions,
-        int toPartitions,
-        int storesPerPartition,
-        long stateBytes,
-        long stateFiles,
-        boolean readsRocksDb,
-        boolean writesRocksDb,
-        boolean objectStore) {
-      this(
-          fromPartitions,
-          toPartitions,
-          storesPerPartition,
-          stateBytes,
-          stateFiles,
-          readsRocksDb,
-          writesRocksDb,
-          objectStore,
-          0);
-    }
-
     public long oldStores() {
       return (long) fromPartitions * storesPerPartition;
     }

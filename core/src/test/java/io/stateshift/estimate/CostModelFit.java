@@ -294,7 +294,8 @@ public final class CostModelFit {
                 + "deduplication; a join has 4), 4 cores per executor, state as the measured "
                 + "windowed counts have it: %.0f-%.0f bytes per key (100 GB is about %.0f billion "
                 + "keys), %.0f files per store as listed plus one per %d MiB of the store (RocksDB's "
-                + "SST target size). Local disk or HDFS: no request term; S3: the request term "
+                + "SST target size), all of it in snapshots (no changelog to replay). Local disk or "
+                + "HDFS: no request term; S3: the request term "
                 + "with the loopback S3 runs' coefficient (their overlap: 2 task slots of 4 stores, 16 driver "
                 + "threads). Not measured anywhere near this size: extrapolations, in seconds.%n%n",
             bytesPerRow[0],
@@ -313,8 +314,8 @@ public final class CostModelFit {
         for (int to : new int[] {from / 2, from * 2}) {
           long bytes = size.getValue();
           long files = Math.round(from * (filesPerStore + (double) bytes / from / SST_FILE_BYTES));
-          Job local = new Job(from, to, 1, bytes, files, true, true, false);
-          Job s3 = new Job(from, to, 1, bytes, files, true, true, true);
+          Job local = new Job(from, to, 1, bytes, files, true, true, false, 0);
+          Job s3 = new Job(from, to, 1, bytes, files, true, true, true, 0);
           s.append(
               String.format(
                   Locale.ROOT,

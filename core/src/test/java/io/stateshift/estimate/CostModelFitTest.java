@@ -27,7 +27,7 @@ class CostModelFitTest {
       long bytes = 1_000_000L + random.nextInt(400_000_000);
       long files = (long) d[0] * stores * (4 + random.nextInt(12));
       int slots = 1 + random.nextInt(8);
-      Job job = new Job(d[0], d[1], stores, bytes, files, rocksDb, rocksDb, false);
+      Job job = new Job(d[0], d[1], stores, bytes, files, rocksDb, rocksDb, false, 0);
       points.add(
           new Point("f" + i, "case " + i, "local", slots, 1, job, truth.seconds(job, slots)));
     }

@@ -21,7 +21,7 @@ class CostModelTest {
   }
 
   static Job job(int from, int to, long bytes, long files, boolean objectStore) {
-    return new Job(from, to, 1, bytes, files, true, true, objectStore);
+    return new Job(from, to, 1, bytes, files, true, true, objectStore, 0);
   }
 
   @Test
