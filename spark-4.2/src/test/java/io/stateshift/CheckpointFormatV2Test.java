@@ -149,14 +149,7 @@ class CheckpointFormatV2Test {
     run.writeEvents(0, 300, 40);
     run.writeEvents(1, 300, 40);
     run.runAvailable(query, checkpoint, sink, v2(store, 4));
-    long v =
-        StateShift.get(spark)
-            .prepareState(checkpoint.toString())
-            .toPartitions(6)
-            .execute()
-            .prepared()
-            .orElseThrow()
-            .preparedBatch();
+    long v = StateAssertions.preparedBatch(spark, checkpoint, 6);
     run.writeEvents(2, 300, 40);
     run.runAvailable(query, checkpoint, sink, v2(store, 4));
     long base = lastCommit(checkpoint);

@@ -116,14 +116,7 @@ class PreparedOperatorOracleTest {
       run.writeEvents(i, 300, 40);
     }
     run.runAvailable(query, checkpoint, sink, conf);
-    long v =
-        StateShift.get(spark)
-            .prepareState(checkpoint.toString())
-            .toPartitions(TO)
-            .execute()
-            .prepared()
-            .orElseThrow()
-            .preparedBatch();
+    long v = StateAssertions.preparedBatch(spark, checkpoint, TO);
     for (int i = BEFORE; i < BEFORE + TAIL; i++) {
       run.writeEvents(i, 300, 40);
     }

@@ -329,14 +329,7 @@ class PreparedRepartitionTest {
     Path sink = tmp.resolve("sink");
     write(run, 0, FILES_BEFORE);
     run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
-    long v =
-        StateShift.get(session)
-            .prepareState(checkpoint.toString())
-            .toPartitions(6)
-            .execute()
-            .prepared()
-            .orElseThrow()
-            .preparedBatch();
+    long v = StateAssertions.preparedBatch(session, checkpoint, 6);
     write(run, FILES_BEFORE, FILES_TAIL);
     run.runAvailable(QUERY, checkpoint, sink, StateStores.HDFS.withPartitions(4));
 

@@ -122,6 +122,15 @@ final class StateAssertions {
    * Repartitions the checkpoint from the API and checks what the result reports: the counts, and
    * for every store as many rows written as read.
    */
+  /** Prepares {@code to} partitions for the checkpoint and returns the batch prepared. */
+  static long preparedBatch(SparkSession spark, Path checkpoint, int to) {
+    PrepareResult result =
+        StateShift.get(spark).prepareState(checkpoint.toString()).toPartitions(to).execute();
+    assertThat(result.prepared()).isPresent();
+    assertThat(result.prepared().get().rows()).isPositive();
+    return result.prepared().get().preparedBatch();
+  }
+
   static RepartitionResult repartition(SparkSession spark, Path checkpoint, int from, int to) {
     RepartitionResult result =
         StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(to).execute();

@@ -182,14 +182,7 @@ class TransformWithStateOracleTest {
     run.writeRotatingEvents(0, ROWS);
     run.writeRotatingEvents(1, ROWS);
     run.runAvailable(query, checkpoint, sink, conf);
-    long v =
-        StateShift.get(spark)
-            .prepareState(checkpoint.toString())
-            .toPartitions(5)
-            .execute()
-            .prepared()
-            .orElseThrow()
-            .preparedBatch();
+    long v = StateAssertions.preparedBatch(spark, checkpoint, 5);
     run.writeRotatingEvents(2, ROWS);
     run.writeRotatingEvents(3, ROWS);
     run.runAvailable(query, checkpoint, sink, conf);
