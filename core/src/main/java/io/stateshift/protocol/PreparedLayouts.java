@@ -1,10 +1,13 @@
 package io.stateshift.protocol;
 
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.ParallelSteps;
 import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.TailFiles;
+import io.stateshift.config.StateShiftConf;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -123,30 +126,51 @@ final class PreparedLayouts {
           return "it has no file for operator " + spec.operatorId() + " partition " + p;
         }
         Path path = files.path(file.get().file());
-        if (!files.exists(path) || length(files, path) != file.get().bytes()) {
+        if (length(files, path) != file.get().bytes()) { // -1 when missing
           return "its file " + file.get().file() + " is missing or changed";
         }
       }
+    }
+    // every old partition's logs since the prepared batch: a listing per folder, on a few threads
+    List<int[]> folders = new ArrayList<>(); // store index, partition
+    for (int s = 0; s < layout.stores().size(); s++) {
       for (int p = 0; p < layout.partitions(); p++) {
-        Set<String> names = new HashSet<>();
-        for (FileStatus status : files.list(files.path(spec.dir(p)))) {
-          names.add(status.getPath().getName());
-        }
-        for (long v = m.preparedBatch() + 2; v <= layout.lastCommitted() + 1; v++) {
-          String name = logs.name(spec, p, v);
-          if (name == null || !names.contains(name)) {
-            return "the state file "
-                + spec.dir(p)
-                + "/"
-                + (name != null ? name : v + tail)
-                + " of batch "
-                + (v - 1)
-                + (layout.rocksDb()
-                    ? " is not there (changelog checkpointing is off, or the store's maintenance"
-                        + " removed it)"
-                    : " is gone (the store's maintenance removes old files)");
+        folders.add(new int[] {s, p});
+      }
+    }
+    String[] missing = new String[folders.size()];
+    ParallelSteps.run(
+        folders,
+        StateShiftConf.DRIVER_IO_THREADS.onDriver(),
+        "prepared",
+        folder -> {
+          StoreSpec spec = layout.stores().get(folder[0]);
+          int p = folder[1];
+          Set<String> names = new HashSet<>();
+          for (FileStatus status : files.list(files.path(spec.dir(p)))) {
+            names.add(status.getPath().getName());
           }
-        }
+          for (long v = m.preparedBatch() + 2; v <= layout.lastCommitted() + 1; v++) {
+            String name = logs.name(spec, p, v);
+            if (name == null || !names.contains(name)) {
+              missing[folder[0] * layout.partitions() + p] =
+                  "the state file "
+                      + spec.dir(p)
+                      + "/"
+                      + (name != null ? name : v + tail)
+                      + " of batch "
+                      + (v - 1)
+                      + (layout.rocksDb()
+                          ? " is not there (changelog checkpointing is off, or the store's"
+                              + " maintenance removed it)"
+                          : " is gone (the store's maintenance removes old files)");
+              return;
+            }
+          }
+        });
+    for (String problem : missing) {
+      if (problem != null) {
+        return problem;
       }
     }
     return null;
