@@ -14,7 +14,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipInputStream;
 import org.apache.hadoop.fs.FileStatus;
@@ -52,8 +51,6 @@ final class ColumnFamilyTail {
   static final String LINEAGE_FORMAT = "v4";
 
   static final int FAMILY_ID_BYTES = 2;
-
-  private static final Pattern ZIP = Pattern.compile("(\\d+)(?:_[^.]+)?\\.zip");
 
   private ColumnFamilyTail() {}
 
@@ -230,8 +227,8 @@ final class ColumnFamilyTail {
     long newest = -1;
     Path zip = null;
     for (FileStatus status : fs.listStatus(partitionDir)) {
-      Matcher m = ZIP.matcher(status.getPath().getName());
-      if (m.matches() && Long.parseLong(m.group(1)) <= version) {
+      Matcher m = LayoutReader.ROCKSDB_FILE.matcher(status.getPath().getName());
+      if (m.matches() && m.group(3).equals("zip") && Long.parseLong(m.group(1)) <= version) {
         if (Long.parseLong(m.group(1)) > newest) {
           newest = Long.parseLong(m.group(1));
           zip = status.getPath();

@@ -336,7 +336,10 @@ final class LayoutReader {
 
   private static final String RESTORE = Checkpoint.RESTORE;
   private static final Pattern HDFS_FILE = Pattern.compile("(\\d+)(_[^.]*)?\\.(delta|snapshot)");
-  private static final Pattern ROCKSDB_FILE = Pattern.compile("(\\d+)(_[^.]*)?\\.(zip|changelog)");
+
+  /** A RocksDB version file: its version, an optional {@code _<id>}, and {@code zip|changelog}. */
+  static final Pattern ROCKSDB_FILE = Pattern.compile("(\\d+)(_[^.]*)?\\.(zip|changelog)");
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /**
@@ -433,9 +436,6 @@ final class LayoutReader {
 
   /** The bytes and files of the listings made (from several threads). */
   private static final class Tally {
-    private static final java.util.regex.Pattern ROCKSDB_VERSION_FILE =
-        java.util.regex.Pattern.compile("(\\d+)(?:_[^.]+)?\\.(zip|changelog)");
-
     long bytes;
     long files;
     long replayBytes;
@@ -449,8 +449,8 @@ final class LayoutReader {
     void addReplay(Map<String, Long> sizes, long version) {
       long snapshot = 0;
       for (String name : sizes.keySet()) {
-        java.util.regex.Matcher m = ROCKSDB_VERSION_FILE.matcher(name);
-        if (m.matches() && m.group(2).equals("zip")) {
+        java.util.regex.Matcher m = ROCKSDB_FILE.matcher(name);
+        if (m.matches() && m.group(3).equals("zip")) {
           long v = Long.parseLong(m.group(1));
           if (v <= version) {
             snapshot = Math.max(snapshot, v);
@@ -459,8 +459,8 @@ final class LayoutReader {
       }
       long replay = 0;
       for (Map.Entry<String, Long> file : sizes.entrySet()) {
-        java.util.regex.Matcher m = ROCKSDB_VERSION_FILE.matcher(file.getKey());
-        if (m.matches() && m.group(2).equals("changelog")) {
+        java.util.regex.Matcher m = ROCKSDB_FILE.matcher(file.getKey());
+        if (m.matches() && m.group(3).equals("changelog")) {
           long v = Long.parseLong(m.group(1));
           if (v > snapshot && v <= version) {
             replay += file.getValue();
