@@ -347,8 +347,9 @@ public final class StateShiftConf {
           64L << 20,
           "At a restart from a prepared layout, the size of a tail (the changes since the"
               + " prepared batch, in bytes of keys and values) up to which the driver reads it and"
-              + " hands each write task its share, in one Spark job; a larger tail is read by"
-              + " tasks and shuffled (two stages). `0` always shuffles.");
+              + " hands each write task its share, in one Spark job (in local mode, on the"
+              + " driver's threads, without a job); a larger tail is read by tasks and shuffled"
+              + " (two stages). `0` always shuffles.");
 
   public static final Setting<Double> PREPARE_CPU_SHARE =
       doubleValue(

@@ -155,7 +155,6 @@ final class PreparedTailReplay implements Redistribution, Serializable {
   @Override
   public Outcome run(SparkSession spark) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    sharedConf = jsc.broadcast(driverConf);
     replayed = jsc.sc().longAccumulator("stateshift.rowsReplayed");
     try {
       List<SourceTask> sources = new ArrayList<>();
@@ -177,7 +176,12 @@ final class PreparedTailReplay implements Redistribution, Serializable {
               perTask,
               StateShiftConf.PREPARED_DRIVER_TAIL_BYTES.from(spark));
       List<PartitionCount> written;
-      if (shares != null) {
+      if (shares != null && jsc.sc().isLocal()) {
+        // local mode: Spark's tasks would run on this JVM's threads; running the writes here
+        // spares the job's scheduling and the configuration's broadcast
+        written = writeOnDriver(shares, perTask, atOnce, jsc.defaultParallelism());
+      } else if (shares != null) {
+        sharedConf = jsc.broadcast(driverConf);
         written =
             jsc.parallelize(shares, shares.size())
                 .mapPartitionsWithIndex(
@@ -185,6 +189,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
                 .collect();
       } else {
         // a large tail: a few tasks per core read it, a shuffle takes it to the write tasks
+        sharedConf = jsc.broadcast(driverConf);
         int readTasks = Math.min(sources.size(), Math.max(1, 2 * jsc.defaultParallelism()));
         RDD<Tuple2<byte[], Object>> tagged =
             jsc.parallelize(sources, readTasks)
@@ -215,8 +220,10 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       // changed, plus the tail's puts, counted as they were applied
       return new Outcome(List.copyOf(written), List.copyOf(written), List.of());
     } finally {
-      sharedConf.destroy();
-      sharedConf = null;
+      if (sharedConf != null) {
+        sharedConf.destroy();
+        sharedConf = null;
+      }
     }
   }
 
@@ -273,6 +280,31 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     }
     replayed.add(count);
     return shares;
+  }
+
+  /** Each write task's share written on {@code cores} driver threads, as local mode's tasks. */
+  private List<PartitionCount> writeOnDriver(
+      List<List<byte[]>> shares, int perTask, int atOnce, int cores) {
+    List<Integer> tasks = new ArrayList<>();
+    for (int t = 0; t < shares.size(); t++) {
+      tasks.add(t);
+    }
+    List<PartitionCount> written = new ArrayList<>();
+    StateRedistributionJob.onThreads(
+            tasks,
+            cores,
+            task -> {
+              List<PartitionCount> out = new ArrayList<>();
+              try {
+                write(task, perTask, atOnce, records(List.of(shares.get(task)).iterator()))
+                    .forEachRemaining(out::add);
+              } catch (IOException e) {
+                throw new UncheckedIOException(e);
+              }
+              return out;
+            })
+        .forEach(written::addAll);
+    return written;
   }
 
   /** A write task's share as the shuffle would hand it over. */
@@ -502,13 +534,13 @@ final class PreparedTailReplay implements Redistribution, Serializable {
       }
       try (java.io.OutputStream out =
           HdfsFileExchange.SnapshotWriter.create(
-              fs, new Path(staged, versionFile(base, baseId, ".zip")))) {
+              withoutChecksums(fs), new Path(staged, versionFile(base, baseId, ".zip")))) {
         out.write(zip);
       }
     } else {
       String digest;
       try {
-        digest = sha256(fs, preparedFile);
+        digest = sha256(withoutChecksums(fs), preparedFile);
       } catch (UncheckedIOException e) {
         throw rejected(prepared, "cannot be read: " + e.getMessage(), e);
       }
@@ -519,17 +551,18 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     timer.lap("carry");
     long logBytes = 0;
     Path log = new Path(staged, versionFile(base + 1, logId, PreparedManifest.tailSuffix(rocksDb)));
+    FileSystem logFs = withoutChecksums(fs);
     if (spec.hasColumnFamilies()) {
       logBytes =
           ColumnFamilyTail.write(
-              HdfsFileExchange.SnapshotWriter.create(fs, log),
+              HdfsFileExchange.SnapshotWriter.create(logFs, log),
               HdfsFileExchange.codec(codecName),
               tail,
               familyIds(spec, metadata, prepared),
               lineage);
     } else {
       try (HdfsFileExchange.SnapshotWriter writer =
-          new HdfsFileExchange.SnapshotWriter(fs, log, HdfsFileExchange.codec(codecName))) {
+          new HdfsFileExchange.SnapshotWriter(logFs, log, HdfsFileExchange.codec(codecName))) {
         if (lineage != null) {
           writer.text(DeltaChain.LINEAGE_FORMAT);
           writer.text(lineage);
@@ -551,6 +584,15 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     timer.report();
     return new PartitionCount(
         spec.slot(), partition, prepared.rows(), prepared.bytes() + logBytes, logId);
+  }
+
+  /**
+   * On a local disk, the file system under Hadoop's checksum layer: a read through it skips the
+   * {@code .crc} check (the SHA-256 checks every byte), a write makes no {@code .crc} beside the
+   * file (Spark reads a file without one unchecked). Elsewhere, {@code fs}.
+   */
+  private static FileSystem withoutChecksums(FileSystem fs) {
+    return fs instanceof org.apache.hadoop.fs.LocalFileSystem local ? local.getRawFileSystem() : fs;
   }
 
   /** A version's file name: {@code <v><suffix>}, or {@code <v>_<id><suffix>} under format v2. */

@@ -698,7 +698,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   /**
    * Runs {@code work} for every item of one task's share on at most {@code threads} threads,
    * results in the items' order. Most of a small store's time goes to the fixed steps of a RocksDB
-   * instance (open, upload: file creation, fsyncs), which overlap well.
+   * instance (open, upload: file creation, fsyncs), which overlap well. When one item fails, the
+   * others are interrupted and waited for: what the caller removes next, none of them still writes.
    */
   static <T, R> List<R> onThreads(
       List<T> items, int threads, java.util.function.Function<T, R> work) {
@@ -753,6 +754,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       return results;
     } finally {
       pool.shutdownNow();
+      if (!pool.isTerminated()) {
+        try {
+          pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
     }
   }
 
