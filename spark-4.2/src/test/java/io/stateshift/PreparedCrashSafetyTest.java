@@ -22,6 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A repartition that starts from a prepared layout (HDFS-backed, or RocksDB with changelog
@@ -115,6 +116,65 @@ class PreparedCrashSafetyTest {
     run.writeEvents(3, 200, 30);
     run.writeFlush(4);
     run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
+    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
+        .containsExactlyElementsOf(oracle());
+  }
+
+  /**
+   * The same under state checkpoint format v2, where each new version is named by a fresh id and
+   * replaces no old file: killed while a task stages (the attempt is undone, and the next
+   * repartition uses the prepared layout again), or after every file moved in (the restart finishes
+   * the switch); either way the query writes the uninterrupted output.
+   */
+  @ParameterizedTest(name = "format v2: SIGKILL at {0}")
+  @ValueSource(strings = {"staging-task", "published"})
+  void killedReplayUnderFormatV2LeavesTheOldOrTheNewLayout(String point) throws Exception {
+    StateStores store = StateStores.ROCKSDB_CHANGELOG;
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 200, 30);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, FROM));
+    long v = StateAssertions.preparedBatch(spark, checkpoint, TO);
+    run.writeEvents(1, 200, 30); // the tail the restart replays
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, FROM));
+
+    Path log = tmp.resolve("child.log");
+    int exit =
+        ChildJvm.runCli(
+            log,
+            List.of("-D" + FailPoints.PROPERTY + "=" + point),
+            "repartition",
+            "--checkpoint",
+            checkpoint.toString(),
+            "--partitions",
+            Integer.toString(TO),
+            "--assume-stopped");
+    String childLog = Files.readString(log);
+    assertThat(exit).as("exit code; log: %s", childLog).isEqualTo(137);
+    assertThat(childLog).contains("using the layout prepared at batch " + v);
+
+    boolean finished = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
+    run.writeEvents(2, 200, 30);
+    List<StreamingQueryProgress> restarted =
+        run.runAvailable(
+            StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, 7));
+    assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) (finished ? TO : FROM));
+    assertThat(checkpoint.resolve("_stateshift/journal")).doesNotExist();
+    if (!finished) {
+      RepartitionResult again =
+          StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
+      assertThat(again.path().prepared()).as("path: %s", again.path()).isTrue();
+      assertThat(again.path().preparedBatch()).isEqualTo(v);
+    }
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+
+    run.writeEvents(3, 200, 30);
+    run.writeFlush(4);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, 7));
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
   }
