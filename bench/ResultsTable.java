@@ -51,7 +51,7 @@ public class ResultsTable {
       String name = file.getFileName().toString().replaceFirst("\\.json$", "");
       long heapMb = results.path("environment").path("maxHeapBytes").asLong() >> 20;
       for (JsonNode c : results.path("cases")) {
-        rows.add(new Row(c.path("shape").asText(), c.path("provider").asText(),
+        rows.add(new Row(c.path("shape").asText(), provider(c),
             c.path("keys").asLong(), -c.path("from").asLong(), name, row(c, name, heapMb)));
       }
     }
@@ -85,6 +85,16 @@ public class ResultsTable {
       System.err.println("bench: superseded by a newer run of the same command (git rm it): "
           + resultsDir.resolve(stem) + ".{md,json}");
     }
+  }
+
+  /** The state store, and where the checkpoint was when not on the local disk (--fs). */
+  static String provider(JsonNode c) {
+    String fs = c.path("checkpointFs").asText("local");
+    return c.path("provider").asText() + switch (fs) {
+      case "hdfs" -> ", checkpoint on HDFS";
+      case "s3" -> ", checkpoint on S3";
+      default -> "";
+    };
   }
 
   /** One row of the table and what it is sorted by. */
@@ -126,7 +136,7 @@ public class ResultsTable {
         ? (m.path("stateshift").path("maxHeapPeakBytes").asLong() >> 20) + " (" + heapMb + ")"
         : "-";
     return new String[] {
-        c.path("shape").asText() + ", " + c.path("provider").asText() + ", "
+        c.path("shape").asText() + ", " + provider(c) + ", "
             + String.format(Locale.ROOT, "%,d", c.path("keys").asLong()) + " keys",
         c.path("from").asText() + "->" + c.path("to").asText(),
         "`" + file + "`",

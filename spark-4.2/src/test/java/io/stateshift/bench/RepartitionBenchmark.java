@@ -61,6 +61,7 @@ public final class RepartitionBenchmark {
       boolean warmup,
       String master,
       double tail,
+      String fs,
       List<String> argv) {
 
     static Options parse(String[] args) {
@@ -100,7 +101,8 @@ public final class RepartitionBenchmark {
               "out",
               "methods",
               "master",
-              "tail");
+              "tail",
+              "fs");
       for (String k : values.keySet()) {
         if (!known.contains(k)) {
           throw new IllegalArgumentException("unknown option --" + k + "\n" + USAGE);
@@ -142,7 +144,20 @@ public final class RepartitionBenchmark {
           !flags.contains("no-warmup"),
           values.getOrDefault("master", "local[2]"),
           Double.parseDouble(values.getOrDefault("tail", "0.01")),
+          remoteFs(values.getOrDefault("fs", RemoteCheckpoints.LOCAL), methods, flags),
           List.of(args));
+    }
+
+    /** {@code --fs}, checked against the methods that can run on a copy elsewhere. */
+    private static String remoteFs(String value, List<String> methods, List<String> flags) {
+      String fs = RemoteCheckpoints.parse(value);
+      List<String> remote = List.of(Results.STATESHIFT, Results.UNCHECKED, Results.MIGRATE);
+      if (!fs.equals(RemoteCheckpoints.LOCAL)
+          && (!remote.containsAll(methods) || flags.contains("cold"))) {
+        throw new IllegalArgumentException(
+            "--fs " + fs + " times the methods " + remote + " only, without --cold");
+      }
+      return fs;
     }
 
     private static List<String> split(String s) {
@@ -174,6 +189,9 @@ public final class RepartitionBenchmark {
         --work-dir /tmp/stateshift-bench   checkpoints, copies and input (deleted unless --keep)
         --out bench/results          where the .md and .json results go
         --master local[2]
+        --fs local                   where the timed copies live: local, hdfs (a MiniDFSCluster
+                                     in this JVM) or s3 (the loopback S3 server); hdfs and s3
+                                     time stateshift, unchecked and migrate only
         --no-warmup                  skip the untimed warm-up (every method once on 2,000 keys)
         --keep                       keep input and checkpoints in the work dir, and reuse
                                      the ones a previous run with --keep left there
@@ -189,6 +207,9 @@ public final class RepartitionBenchmark {
   private final Path mdFile;
   private final Path jsonFile;
   private final List<String> warnings = new ArrayList<>();
+
+  /** The file system of the timed copies with --fs hdfs|s3; null on the local disk. */
+  private final RemoteCheckpoints remote;
 
   private RepartitionBenchmark(Options options) {
     this.options = options;
@@ -212,10 +233,23 @@ public final class RepartitionBenchmark {
     spark.streams(); // the StateStoreCoordinator, which RocksDB stores and the built-in runner need
     spark.sparkContext().addSparkListener(stages);
     shift = StateShift.get(spark);
+    try {
+      remote =
+          options.fs().equals(RemoteCheckpoints.LOCAL)
+              ? null
+              : RemoteCheckpoints.start(
+                  options.fs(),
+                  options.workDir().resolve("remote-fs"),
+                  spark.sparkContext().hadoopConfiguration());
+    } catch (Exception e) {
+      spark.stop();
+      throw new IllegalStateException("cannot start the --fs " + options.fs() + " server", e);
+    }
     environment.put("started", LocalDateTime.now().toString());
     environment.put("command", "bench/run " + String.join(" ", options.argv()));
     environment.put("cores", Runtime.getRuntime().availableProcessors());
     environment.put("master", options.master());
+    environment.put("checkpointFs", options.fs());
     environment.put("java", System.getProperty("java.version"));
     environment.put("spark", spark.version());
     environment.put("maxHeapBytes", Runtime.getRuntime().maxMemory());
@@ -265,6 +299,13 @@ public final class RepartitionBenchmark {
       bench.writeResults(String.valueOf(t));
     } finally {
       bench.spark.stop();
+      if (bench.remote != null) {
+        try {
+          bench.remote.close();
+        } catch (Exception e) {
+          System.err.println("stopping the --fs server: " + e);
+        }
+      }
     }
     System.exit(exit);
   }
@@ -301,6 +342,7 @@ public final class RepartitionBenchmark {
               c.keys = keys;
               c.from = direction[0];
               c.to = direction[1];
+              c.fs = options.fs();
               cases.add(c);
               Path master =
                   masters.computeIfAbsent(
@@ -403,7 +445,7 @@ public final class RepartitionBenchmark {
       boolean cold) {
     String name =
         String.format(
-            Locale.ROOT, "%s %s %,d keys %d->%d", c.shape, c.provider, c.keys, c.from, c.to);
+            Locale.ROOT, "%s %s %,d keys %d->%d", c.shape, c.providerLabel(), c.keys, c.from, c.to);
     c.stateBytes = Dirs.size(master.resolve("state"));
     c.stateFiles = Dirs.fileCount(master.resolve("state"));
     CheckpointReport before = shift.inspect(master.toString());
@@ -609,13 +651,13 @@ public final class RepartitionBenchmark {
       Map<String, Long> rowsBefore,
       java.util.function.Function<String, StateChange<?>> change,
       String providerNamed) {
-    Path copy = freshCopy(master);
+    String copy = remote != null ? remote.copy(master) : freshCopy(master).toString();
     Results.Run run = new Results.Run();
     RepartitionResult result;
     prepare();
     try (HeapSampler heap = HeapSampler.start()) {
       long t = System.nanoTime();
-      result = change.apply(copy.toString()).execute();
+      result = change.apply(copy).execute();
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
     }
@@ -625,7 +667,7 @@ public final class RepartitionBenchmark {
             ? "reported " + result.rowsMoved() + " rows moved, the checkpoint had " + c.rowsBefore
             : check(copy, c.to, rowsBefore, run);
     if (problem == null && providerNamed != null) {
-      String providerAfter = shift.inspect(copy.toString()).stateStoreProvider();
+      String providerAfter = shift.inspect(copy).stateStoreProvider();
       run.check.put("provider", providerAfter);
       if (!providerAfter.contains(providerNamed)) {
         problem = "inspect reports the provider " + providerAfter;
@@ -644,7 +686,11 @@ public final class RepartitionBenchmark {
               + problem
               + " (copy kept for inspection)");
     }
-    Dirs.delete(copy);
+    if (remote != null) {
+      remote.delete(copy);
+    } else {
+      Dirs.delete(Path.of(copy));
+    }
     return run;
   }
 
@@ -944,7 +990,12 @@ public final class RepartitionBenchmark {
 
   /** Checks a repartitioned copy with stateshift's inspect; returns the problem, or null. */
   private String check(Path copy, int to, Map<String, Long> rowsBefore, Results.Run run) {
-    CheckpointReport after = shift.inspect(copy.toString());
+    return check(copy.toString(), to, rowsBefore, run);
+  }
+
+  /** The same for a copy at any location (a remote one with --fs). */
+  private String check(String copy, int to, Map<String, Long> rowsBefore, Results.Run run) {
+    CheckpointReport after = shift.inspect(copy);
     Map<String, Long> rowsAfter = rowsPerStore(after);
     long misplaced =
         after.operators().stream()

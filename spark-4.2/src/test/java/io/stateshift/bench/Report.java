@@ -90,7 +90,7 @@ final class Report {
           new ArrayList<>(
               List.of(
                   c.shape,
-                  c.provider,
+                  c.providerLabel(),
                   String.format(Locale.ROOT, "%,d", c.keys),
                   mb(c.stateBytes),
                   c.from + "->" + c.to,
@@ -173,7 +173,7 @@ final class Report {
           out,
           List.of(
               c.shape,
-              c.provider,
+              c.providerLabel(),
               String.format(Locale.ROOT, "%,d", c.keys),
               c.from + "->" + c.to,
               phases,

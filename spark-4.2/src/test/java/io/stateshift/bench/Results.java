@@ -134,11 +134,25 @@ final class Results {
     long keys;
     int from;
     int to;
+
+    /** Where the timed copies lived: local, hdfs or s3 ({@code --fs}). */
+    String fs = "local";
+
     long stateBytes;
     long stateFiles;
     long rowsBefore;
     long buildMillis;
     int buildBatches;
+
+    /** The state store, and where the copies lived when not on the local disk. */
+    String providerLabel() {
+      return provider
+          + switch (fs) {
+            case "hdfs" -> ", checkpoint on HDFS";
+            case "s3" -> ", checkpoint on S3";
+            default -> "";
+          };
+    }
 
     /** State stores per partition (a join has four). */
     int storesPerPartition = 1;
@@ -202,6 +216,7 @@ final class Results {
       m.put("keys", keys);
       m.put("from", from);
       m.put("to", to);
+      m.put("checkpointFs", fs);
       m.put("stateBytes", stateBytes);
       m.put("stateFiles", stateFiles);
       m.put("rows", rowsBefore);
