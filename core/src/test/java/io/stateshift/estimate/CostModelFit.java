@@ -27,8 +27,10 @@ import org.apache.spark.SparkConf;
  * -->}. Run by {@code bench/fit}.
  *
  * <p>The fit is least squares on the relative error (a 2 s run counts as much as a 40 s one), every
- * coefficient at least 0. A term no run exercises (object-store requests: every benchmark run is on
- * local disk) is not fitted: its coefficient stays as the coefficients file has it.
+ * coefficient at least 0, on the runs on the local disk and on the loopback S3 server ({@code
+ * bench/run --fs s3}, the only runs with object-store requests); the runs with the checkpoint on
+ * HDFS are checked, not fitted. A term no fitted run exercises (requests, without S3 runs) keeps
+ * its coefficient as the coefficients file has it.
  *
  * <p>Usage: {@code CostModelFit <results dir> <markdown file> <coefficients file>}.
  */
@@ -44,8 +46,24 @@ public final class CostModelFit {
   private CostModelFit() {}
 
   /** One measured run: stateshift's median time on one case of one results file. */
+  /**
+   * One stateshift run. {@code fs}: where its checkpoint was, {@code local}, {@code hdfs} or {@code
+   * s3} ({@code bench/run --fs}).
+   */
   record Point(
-      String file, String label, String master, int slots, long keys, Job job, double seconds) {}
+      String file,
+      String label,
+      String master,
+      int slots,
+      long keys,
+      Job job,
+      double seconds,
+      String fs) {
+    /** Whether the fit uses it: a run on the local disk or the loopback S3 server. */
+    boolean fitted() {
+      return fs.equals("local") || fs.equals("s3");
+    }
+  }
 
   public static void main(String[] args) throws IOException {
     Path results = Path.of(args[0]);
@@ -59,7 +77,10 @@ public final class CostModelFit {
     if (points.isEmpty()) {
       throw new IllegalStateException("no stateshift runs in " + results);
     }
-    CostModel model = fit(CostModel.of(current), points, fittedOn(points));
+    // Fitted on the local disk's runs and the loopback S3 server's (the only ones with requests);
+    // the runs on HDFS only check the model, which has no term for its round trips yet.
+    List<Point> fitted = points.stream().filter(Point::fitted).toList();
+    CostModel model = fit(CostModel.of(current), fitted, fittedOn(fitted));
     Files.writeString(coefficientsFile, properties(model, points));
     replaceSection(doc, section(model, points));
     System.out.println(checkTable(model, points));
@@ -93,6 +114,8 @@ public final class CostModelFit {
           continue;
         }
         String provider = c.path("provider").asText();
+        // bench/run --fs: the timed copies on HDFS or the loopback S3 server
+        String fs = c.path("checkpointFs").asText("local");
         boolean rocksDb = provider.startsWith("RocksDB");
         // The benchmark's checkpoints with changelog checkpointing have no snapshot yet: every
         // state byte there is a changelog byte the read side replays.
@@ -112,14 +135,19 @@ public final class CostModelFit {
                 c.path("stateFiles").asLong() / 2,
                 rocksDb,
                 rocksDb,
-                false,
+                fs.equals("s3"),
                 replayBytes);
         String label =
             String.format(
                 Locale.ROOT,
-                "%s, %s, %,d keys",
+                "%s, %s%s, %,d keys",
                 c.path("shape").asText(),
                 c.path("provider").asText(),
+                switch (fs) {
+                  case "hdfs" -> ", checkpoint on HDFS";
+                  case "s3" -> ", checkpoint on S3";
+                  default -> "";
+                },
                 c.path("keys").asLong());
         points.add(
             new Point(
@@ -129,7 +157,8 @@ public final class CostModelFit {
                 slots,
                 c.path("keys").asLong(),
                 job,
-                run.path("medianMillis").asDouble() / 1000));
+                run.path("medianMillis").asDouble() / 1000,
+                fs));
       }
     }
     return points;
@@ -173,10 +202,15 @@ public final class CostModelFit {
   static String fittedOn(List<Point> points) {
     TreeSet<String> masters = new TreeSet<>();
     points.forEach(p -> masters.add(p.master()));
+    long onS3 = points.stream().filter(p -> p.fs().equals("s3")).count();
     return points.size()
-        + " benchmark runs on local disk, "
+        + " benchmark runs, "
+        + (onS3 > 0
+            ? onS3 + " of them with the checkpoint on the loopback S3 server"
+            : "on local disk; object-store requests from three loopback S3 runs")
+        + ", "
         + String.join(", ", masters)
-        + "; object-store requests from three loopback S3 runs";
+        + "; requests per state file from three loopback S3 runs";
   }
 
   static String properties(CostModel model, List<Point> points) {
@@ -184,13 +218,14 @@ public final class CostModelFit {
     out.append(
         "# Coefficients of io.stateshift.estimate.CostModel, written by bench/fit (run it again\n"
             + "# after new results land in bench/results). Fitted on the stateshift runs of:\n");
-    new TreeSet<>(points.stream().map(Point::file).toList())
+    new TreeSet<>(points.stream().filter(Point::fitted).map(Point::file).toList())
         .forEach(f -> out.append("#   bench/results/").append(f).append(".json\n"));
     out.append(
-        "# Not fitted, kept by bench/fit as they stand here: seconds.requests and\n"
-            + "# requestsPerFile.* come from S3RequestCostTest's runs on the loopback S3 server\n"
-            + "# (docs/object-stores-and-clusters.md, \"Requests on S3\"): requests / state files,\n"
-            + "# and (s3a time - local-disk time) / requests, over three runs.\n");
+        "# seconds.requests is fitted on the runs with the checkpoint on the loopback S3\n"
+            + "# server (bench/run --fs s3); without such runs bench/fit keeps it as it stands.\n"
+            + "# Not fitted, kept by bench/fit as they stand here: requestsPerFile.*, from\n"
+            + "# S3RequestCostTest's runs on the loopback S3 server (docs/object-stores-and-\n"
+            + "# clusters.md, \"Requests on S3\"): requests / state files, over three runs.\n");
     out.append("fittedOn=").append(model.fittedOn()).append('\n');
     model
         .coefficients()
@@ -242,11 +277,14 @@ public final class CostModelFit {
                         t.key,
                         v,
                         t.unit,
-                        t == Term.REQUESTS ? "; not fitted, from three loopback S3 runs" : "")));
+                        t == Term.REQUESTS
+                            ? "; fitted on the runs with the checkpoint on the loopback S3 server"
+                            : "")));
     s.append(
         String.format(
             Locale.ROOT,
-            "| requests per state file | %s | RocksDB, HDFS-backed; not fitted, from the same runs |%n",
+            "| requests per state file | %s | RocksDB, HDFS-backed; not fitted, from three"
+                + " `S3RequestCostTest` runs on the loopback S3 server |%n",
             model.requestsPerFile().values().stream()
                 .map(v -> String.format(Locale.ROOT, "%.1f", v))
                 .reduce((x, y) -> x + ", " + y)
@@ -260,9 +298,11 @@ public final class CostModelFit {
     s.append(
         String.format(
             Locale.ROOT,
-            "%nThe check against every measured run (stateshift's median; state files as the "
-                + "validation lists them, half the benchmark's count, which includes the `.crc` "
-                + "files): median error %.0f%%, largest %.0f%%, %d of %d within 25%%.%n%n",
+            "%nThe check against every measured run, the runs with the checkpoint on HDFS"
+                + " (`bench/run --fs hdfs`) included, which the fit does not use (stateshift's"
+                + " median; state files as the"
+                + " validation lists them, half the benchmark's count, which includes the `.crc`"
+                + " files): median error %.0f%%, largest %.0f%%, %d of %d within 25%%.%n%n",
             100 * errors[errors.length / 2],
             100 * errors[errors.length - 1],
             within25,
@@ -274,7 +314,8 @@ public final class CostModelFit {
 
   /** The estimates for 100 GB and 1 TB on 10 and 100 executors of 4 cores. */
   static String predictions(CostModel model, List<Point> points) {
-    List<Point> rocksDb = points.stream().filter(p -> p.job().readsRocksDb()).toList();
+    List<Point> rocksDb =
+        points.stream().filter(p -> p.fs().equals("local") && p.job().readsRocksDb()).toList();
     double filesPerStore =
         median(
             rocksDb.stream()
@@ -295,9 +336,11 @@ public final class CostModelFit {
                 + "windowed counts have it: %.0f-%.0f bytes per key (100 GB is about %.0f billion "
                 + "keys), %.0f files per store as listed plus one per %d MiB of the store (RocksDB's "
                 + "SST target size), all of it in snapshots (no changelog to replay). Local disk or "
-                + "HDFS: no request term; S3: the request term "
-                + "with the loopback S3 runs' coefficient (their overlap: 2 task slots of 4 stores, 16 driver "
-                + "threads). Not measured anywhere near this size: extrapolations, in seconds.%n%n",
+                + "HDFS: no request term (the measured RocksDB runs on HDFS took about twice the "
+                + "prediction); S3: the request term with the loopback S3 runs' coefficient (their "
+                + "overlap: 2 task slots of 4 stores, 16 driver threads; a real object store's "
+                + "requests are slower, so this is a floor). Not measured anywhere near this size: "
+                + "extrapolations, in seconds.%n%n",
             bytesPerRow[0],
             bytesPerRow[bytesPerRow.length - 1],
             100e9 / median(bytesPerRow) / 1e9,

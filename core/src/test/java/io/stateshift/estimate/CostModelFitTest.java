@@ -29,7 +29,8 @@ class CostModelFitTest {
       int slots = 1 + random.nextInt(8);
       Job job = new Job(d[0], d[1], stores, bytes, files, rocksDb, rocksDb, false, 0);
       points.add(
-          new Point("f" + i, "case " + i, "local", slots, 1, job, truth.seconds(job, slots)));
+          new Point(
+              "f" + i, "case " + i, "local", slots, 1, job, truth.seconds(job, slots), "local"));
     }
     return points;
   }
@@ -52,7 +53,9 @@ class CostModelFitTest {
     List<Point> points = new ArrayList<>();
     for (Point p : points(TRUTH, 11)) {
       double seconds = Math.max(0.1, p.seconds() - 0.3 * p.job().oldStores() / p.slots());
-      points.add(new Point(p.file(), p.label(), p.master(), p.slots(), p.keys(), p.job(), seconds));
+      points.add(
+          new Point(
+              p.file(), p.label(), p.master(), p.slots(), p.keys(), p.job(), seconds, p.fs()));
     }
     CostModel fitted = CostModelFit.fit(prior, points, "synthetic");
     assertThat(fitted.coefficients().get(Term.REQUESTS)).isEqualTo(0.5);
