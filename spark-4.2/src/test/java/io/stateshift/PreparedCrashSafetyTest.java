@@ -82,42 +82,7 @@ class PreparedCrashSafetyTest {
             + (store == StateStores.HDFS ? ".snapshot" : ".zip");
     assertThat(checkpoint.resolve("state/0/0/" + base)).exists();
 
-    Path log = tmp.resolve("child.log");
-    int exit =
-        ChildJvm.runCli(
-            log,
-            List.of("-D" + FailPoints.PROPERTY + "=" + point),
-            "repartition",
-            "--checkpoint",
-            checkpoint.toString(),
-            "--partitions",
-            Integer.toString(TO),
-            "--assume-stopped");
-    String childLog = Files.readString(log);
-    assertThat(exit).as("exit code; log: %s", childLog).isEqualTo(137);
-    assertThat(childLog).contains("using the layout prepared at batch " + v);
-
-    boolean finished = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
-    run.writeEvents(2, 200, 30);
-    List<StreamingQueryProgress> restarted =
-        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
-    assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) (finished ? TO : FROM));
-    assertThat(checkpoint.resolve("_stateshift/journal")).doesNotExist();
-    if (finished) {
-      assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
-    } else {
-      RepartitionResult again =
-          StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
-      assertThat(again.path().prepared()).as("path: %s", again.path()).isTrue();
-      assertThat(again.path().preparedBatch()).isEqualTo(v);
-    }
-    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
-
-    run.writeEvents(3, 200, 30);
-    run.writeFlush(4);
-    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
-    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
-        .containsExactlyElementsOf(oracle());
+    killRestartAndCheck(run, checkpoint, sink, v, point, store::withPartitions);
   }
 
   /**
@@ -141,6 +106,29 @@ class PreparedCrashSafetyTest {
     run.runAvailable(
         StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, FROM));
 
+    killRestartAndCheck(
+        run,
+        checkpoint,
+        sink,
+        v,
+        point,
+        partitions -> CheckpointFormatV2Test.v2(store, partitions));
+  }
+
+  /**
+   * Kills a repartition from the layout prepared at batch {@code v} at {@code point}, restarts the
+   * query (with {@code conf} for a partition count, which the checkpoint overrides) on more input,
+   * checks that it ran on the old layout or the new one and that a layout undone is used again,
+   * then runs the rest of the input and compares the output with the uninterrupted run's.
+   */
+  private void killRestartAndCheck(
+      StreamRun run,
+      Path checkpoint,
+      Path sink,
+      long v,
+      String point,
+      java.util.function.IntFunction<Map<String, String>> conf)
+      throws Exception {
     Path log = tmp.resolve("child.log");
     int exit =
         ChildJvm.runCli(
@@ -159,11 +147,12 @@ class PreparedCrashSafetyTest {
     boolean finished = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
     run.writeEvents(2, 200, 30);
     List<StreamingQueryProgress> restarted =
-        run.runAvailable(
-            StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, 7));
+        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf.apply(7));
     assertThat(StreamRun.stateInstances(restarted)).containsOnly((long) (finished ? TO : FROM));
     assertThat(checkpoint.resolve("_stateshift/journal")).doesNotExist();
-    if (!finished) {
+    if (finished) {
+      assertThat(checkpoint.resolve("_stateshift/prepared")).doesNotExist();
+    } else {
       RepartitionResult again =
           StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(TO).execute();
       assertThat(again.path().prepared()).as("path: %s", again.path()).isTrue();
@@ -173,8 +162,7 @@ class PreparedCrashSafetyTest {
 
     run.writeEvents(3, 200, 30);
     run.writeFlush(4);
-    run.runAvailable(
-        StatefulQueries.WINDOWED_COUNT, checkpoint, sink, CheckpointFormatV2Test.v2(store, 7));
+    run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf.apply(7));
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .containsExactlyElementsOf(oracle());
   }
