@@ -50,9 +50,11 @@ public class ResultsTable {
       }
       String name = file.getFileName().toString().replaceFirst("\\.json$", "");
       long heapMb = results.path("environment").path("maxHeapBytes").asLong() >> 20;
+      String master = results.path("environment").path("master").asText();
       for (JsonNode c : results.path("cases")) {
-        rows.add(new Row(c.path("shape").asText(), provider(c),
-            c.path("keys").asLong(), -c.path("from").asLong(), name, row(c, name, heapMb)));
+        rows.add(new Row(c.path("shape").asText(), provider(c, master),
+            c.path("keys").asLong(), -c.path("from").asLong(), name,
+            row(c, name, heapMb, master)));
       }
     }
     rows.sort(Comparator.comparing(Row::shape).thenComparing(Row::provider)
@@ -87,14 +89,17 @@ public class ResultsTable {
     }
   }
 
-  /** The state store, and where the checkpoint was when not on the local disk (--fs). */
-  static String provider(JsonNode c) {
+  /**
+   * The state store, where the checkpoint was when not on the local disk (--fs), and the cluster
+   * when not in local mode (--master standalone).
+   */
+  static String provider(JsonNode c, String master) {
     String fs = c.path("checkpointFs").asText("local");
     return c.path("provider").asText() + switch (fs) {
       case "hdfs" -> ", checkpoint on HDFS";
       case "s3" -> ", checkpoint on S3";
       default -> "";
-    };
+    } + (master.startsWith("spark://") ? ", standalone cluster of 2 Workers" : "");
   }
 
   /** One row of the table and what it is sorted by. */
@@ -117,7 +122,7 @@ public class ResultsTable {
     return String.join(" ", kept) + " heap=" + env.path("maxHeapBytes").asLong();
   }
 
-  private static String[] row(JsonNode c, String file, long heapMb) {
+  private static String[] row(JsonNode c, String file, long heapMb, String master) {
     JsonNode m = c.path("methods");
     JsonNode ratios = c.path("ratiosOfMin");
     String onDemand = m.has("ondemand") && m.has("restart")
@@ -136,7 +141,7 @@ public class ResultsTable {
         ? (m.path("stateshift").path("maxHeapPeakBytes").asLong() >> 20) + " (" + heapMb + ")"
         : "-";
     return new String[] {
-        c.path("shape").asText() + ", " + provider(c) + ", "
+        c.path("shape").asText() + ", " + provider(c, master) + ", "
             + String.format(Locale.ROOT, "%,d", c.path("keys").asLong()) + " keys",
         c.path("from").asText() + "->" + c.path("to").asText(),
         "`" + file + "`",

@@ -9,6 +9,7 @@ import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftExtensions;
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.testing.StandaloneCluster;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -188,7 +189,8 @@ public final class RepartitionBenchmark {
         --files 4                    input files = micro-batches of the query
         --work-dir /tmp/stateshift-bench   checkpoints, copies and input (deleted unless --keep)
         --out bench/results          where the .md and .json results go
-        --master local[2]
+        --master local[2]            or standalone: a Master and two Workers of one core
+                                     each on loopback, started by the benchmark
         --fs local                   where the timed copies live: local, hdfs (a MiniDFSCluster
                                      in this JVM) or s3 (the loopback S3 server); hdfs and s3
                                      time stateshift, unchecked and migrate only
@@ -208,6 +210,12 @@ public final class RepartitionBenchmark {
   private final Path jsonFile;
   private final List<String> warnings = new ArrayList<>();
 
+  /** {@code --master standalone}: a Master and two Workers of one core each, as child JVMs. */
+  static final String STANDALONE = "standalone";
+
+  /** The standalone cluster with --master standalone; null otherwise. */
+  private final StandaloneCluster cluster;
+
   /** The file system of the timed copies with --fs hdfs|s3; null on the local disk. */
   private final RemoteCheckpoints remote;
 
@@ -220,9 +228,16 @@ public final class RepartitionBenchmark {
     if (options.methods().contains(Results.ONDEMAND)) {
       builder.config("spark.sql.extensions", "io.stateshift.StateShiftExtensions");
     }
+    String master = options.master();
+    if (master.equals(STANDALONE)) {
+      cluster = startCluster(builder);
+      master = cluster.masterUrl();
+    } else {
+      cluster = null;
+    }
     spark =
         builder
-            .master(options.master())
+            .master(master)
             .appName("stateshift repartition benchmark")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
@@ -248,7 +263,7 @@ public final class RepartitionBenchmark {
     environment.put("started", LocalDateTime.now().toString());
     environment.put("command", "bench/run " + String.join(" ", options.argv()));
     environment.put("cores", Runtime.getRuntime().availableProcessors());
-    environment.put("master", options.master());
+    environment.put("master", spark.sparkContext().master());
     environment.put("checkpointFs", options.fs());
     environment.put("java", System.getProperty("java.version"));
     environment.put("spark", spark.version());
@@ -278,6 +293,34 @@ public final class RepartitionBenchmark {
             : List.of(status.split("\n")).stream().map(String::trim).toList());
   }
 
+  /**
+   * Starts the standalone cluster the tests start (a Master and two Workers on loopback, executors
+   * of one core and 640 MB) and points {@code builder} at it, with stateshift's library jar (built
+   * by {@code ./stateshift classpath}, which bench/run runs first) shipped to the executors.
+   */
+  private StandaloneCluster startCluster(SparkSession.Builder builder) {
+    Path jar = projectDir.resolve("spark-4.2/target/stateshift.jar");
+    if (!Files.isRegularFile(jar)) {
+      throw new IllegalStateException(jar + " is missing: run ./stateshift classpath first");
+    }
+    System.setProperty("stateshift.projectDir", projectDir.toString());
+    Path base = options.workDir().resolve("standalone");
+    StandaloneCluster started;
+    try {
+      Dirs.delete(base);
+      started = StandaloneCluster.start(base, base.resolve("logs"), CLUSTER_PORT, 2);
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot start the standalone cluster", e);
+    }
+    started.appConf(base.resolve("events")).forEach(builder::config);
+    builder.config("spark.eventLog.enabled", "false");
+    builder.config("spark.jars", jar.toUri().toString());
+    return started;
+  }
+
+  /** The first of the ports the benchmark's standalone cluster takes (the tests use others). */
+  static final int CLUSTER_PORT = 19700;
+
   public static void main(String[] args) {
     Options options;
     try {
@@ -299,6 +342,13 @@ public final class RepartitionBenchmark {
       bench.writeResults(String.valueOf(t));
     } finally {
       bench.spark.stop();
+      if (bench.cluster != null) {
+        try {
+          bench.cluster.close();
+        } catch (Exception e) {
+          System.err.println("stopping the standalone cluster: " + e);
+        }
+      }
       if (bench.remote != null) {
         try {
           bench.remote.close();
