@@ -29,8 +29,8 @@ import org.apache.spark.SparkConf;
  * <p>The fit is least squares on the relative error (a 2 s run counts as much as a 40 s one), every
  * coefficient at least 0, on the runs on the local disk and on the loopback S3 server ({@code
  * bench/run --fs s3}, the only runs with object-store requests); the runs with the checkpoint on
- * HDFS are checked, not fitted. A term no fitted run exercises (requests, without S3 runs) keeps
- * its coefficient as the coefficients file has it.
+ * HDFS or on the standalone cluster are checked, not fitted. A term no fitted run exercises
+ * (requests, without S3 runs) keeps its coefficient as the coefficients file has it.
  *
  * <p>Usage: {@code CostModelFit <results dir> <markdown file> <coefficients file>}.
  */
@@ -59,9 +59,12 @@ public final class CostModelFit {
       Job job,
       double seconds,
       String fs) {
-    /** Whether the fit uses it: a run on the local disk or the loopback S3 server. */
+    /**
+     * Whether the fit uses it: a run in local mode on the local disk or the loopback S3 server
+     * (runs on HDFS or on the standalone cluster only check the model).
+     */
     boolean fitted() {
-      return fs.equals("local") || fs.equals("s3");
+      return master.startsWith("local") && (fs.equals("local") || fs.equals("s3"));
     }
   }
 
@@ -144,10 +147,11 @@ public final class CostModelFit {
                 c.path("shape").asText(),
                 c.path("provider").asText(),
                 switch (fs) {
-                  case "hdfs" -> ", checkpoint on HDFS";
-                  case "s3" -> ", checkpoint on S3";
-                  default -> "";
-                },
+                      case "hdfs" -> ", checkpoint on HDFS";
+                      case "s3" -> ", checkpoint on S3";
+                      default -> "";
+                    }
+                    + (master.startsWith("spark://") ? ", standalone cluster of 2 Workers" : ""),
                 c.path("keys").asLong());
         points.add(
             new Point(
@@ -299,7 +303,8 @@ public final class CostModelFit {
         String.format(
             Locale.ROOT,
             "%nThe check against every measured run, the runs with the checkpoint on HDFS"
-                + " (`bench/run --fs hdfs`) included, which the fit does not use (stateshift's"
+                + " (`bench/run --fs hdfs`) and on the standalone cluster (`--master standalone`)"
+                + " included, which the fit does not use (stateshift's"
                 + " median; state files as the"
                 + " validation lists them, half the benchmark's count, which includes the `.crc`"
                 + " files): median error %.0f%%, largest %.0f%%, %d of %d within 25%%.%n%n",
