@@ -80,8 +80,9 @@ public final class CostModelFit {
     if (points.isEmpty()) {
       throw new IllegalStateException("no stateshift runs in " + results);
     }
-    // Fitted on the local disk's runs and the loopback S3 server's (the only ones with requests);
-    // the runs on HDFS only check the model, which has no term for its round trips yet.
+    // Fitted on the local-mode runs on the local disk and the loopback S3 server (the only ones
+    // with requests); the runs on HDFS (no term for its round trips yet) and on the standalone
+    // cluster only check the model.
     List<Point> fitted = points.stream().filter(Point::fitted).toList();
     CostModel model = fit(CostModel.of(current), fitted, fittedOn(fitted));
     Files.writeString(coefficientsFile, properties(model, points));
