@@ -494,14 +494,18 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // Several stores (a join's four): a task per core, not per partition, each working through
     // its share of (store, partition) items on a few threads of its own, so that a slow store
     // holds up no wave of tasks and 96 small RocksDB instances cost no task launch each. One
-    // store: a task per old partition, which Spark balances and shows as progress; on a remote
-    // checkpoint a task per group of ioThreads old partitions, read at once.
+    // store: a task per old partition up to TASKS_PER_SLOT waves of tasks, which Spark balances
+    // and shows as progress (at 200 partitions a task each cost more in launches, results and
+    // per-task setup than the small partitions' reads); on a remote checkpoint a task per group
+    // of at least ioThreads old partitions, read at once.
     int cores = Math.max(1, jsc.defaultParallelism());
     int ioThreads = remoteIoThreads(spark);
     int readTasks =
         stores.size() > 1
             ? Math.min(oldPartitions, cores)
-            : ceilDiv(oldPartitions, Math.min(ioThreads, ceilDiv(oldPartitions, cores)));
+            : Math.min(
+                cores * TASKS_PER_SLOT,
+                ceilDiv(oldPartitions, Math.min(ioThreads, ceilDiv(oldPartitions, cores))));
     java.util.Map<String, java.util.Map<String, ListedFile>> listing = listOldState();
     List<List<SourceTask>> sources = new ArrayList<>();
     for (int t = 0; t < readTasks; t++) {
@@ -652,8 +656,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * once, on as many threads (on a remote checkpoint, at least {@code ioThreads}: there a target
    * mostly waits on its uploads); the tasks that run at once are the cores over {@code
    * spark.task.cpus}. One store: as many tasks as it takes to write every partition in one wave of
-   * them (so a task with several cores writes several partitions); several stores: a task per slot,
-   * each with its share of new partitions, all their stores.
+   * them (so a task with several cores writes several partitions), but at most {@link
+   * #TASKS_PER_SLOT} waves of tasks, each then writing its share one target after another; several
+   * stores: a task per slot, each with its share of new partitions, all their stores.
    */
   record WriteSharing(int tasks, int threadsPerTask) {
     /** {@code ioThreads}: stores a task works on at once where they wait on requests, else 1. */
@@ -662,7 +667,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       int threads = Math.max(Math.max(1, taskCpus), ioThreads);
       if (stores == 1) {
         int partitionsAtOnce = Math.min(threads, ceilDiv(newPartitions, slots));
-        return new WriteSharing(ceilDiv(newPartitions, partitionsAtOnce), partitionsAtOnce);
+        return new WriteSharing(
+            Math.min(slots * TASKS_PER_SLOT, ceilDiv(newPartitions, partitionsAtOnce)),
+            partitionsAtOnce);
       }
       int tasks = Math.max(1, Math.min(newPartitions, slots));
       return new WriteSharing(tasks, Math.min(threads, stores * ceilDiv(newPartitions, tasks)));
@@ -690,6 +697,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     }
     return Math.max(1, StateShiftConf.TASK_IO_THREADS.from(spark));
   }
+
+  /**
+   * Waves of tasks a stage of one store runs at most: enough for Spark to balance uneven partitions
+   * and slow executors, few enough that a task's launch, result and {@link RocksDbTaskScope} are
+   * paid for a share of partitions, not for each.
+   */
+  static final int TASKS_PER_SLOT = 4;
 
   private static int ceilDiv(int a, int b) {
     return (a + b - 1) / Math.max(1, b);

@@ -6,8 +6,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A write task runs on the cores Spark grants a task ({@code spark.task.cpus}): never more threads
- * than that on a local disk, the I/O threads' count where stores wait on requests, and every
- * (store, new partition) target in some task.
+ * than that on a local disk, the I/O threads' count where stores wait on requests, and at most four
+ * waves of tasks, each writing its share of (store, new partition) targets.
  */
 class WriteSharingTest {
 
@@ -15,6 +15,9 @@ class WriteSharingTest {
   void aTaskWritesOnAsManyThreadsAsItHasCores() {
     // one core a task (the default): one target at a time, a task per new partition
     assertThat(StateRedistributionJob.WriteSharing.of(1, 8, 2, 1, 1))
+        .isEqualTo(new StateRedistributionJob.WriteSharing(8, 1));
+    // ... up to four waves of tasks: 64 partitions on 2 cores in 8 tasks of 8, one at a time
+    assertThat(StateRedistributionJob.WriteSharing.of(1, 64, 2, 1, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(8, 1));
     assertThat(StateRedistributionJob.WriteSharing.of(4, 8, 2, 1, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(2, 1));
@@ -24,9 +27,9 @@ class WriteSharingTest {
     // a join's four stores, two cores a task on 4 cores: two tasks, two threads each
     assertThat(StateRedistributionJob.WriteSharing.of(4, 6, 4, 2, 1))
         .isEqualTo(new StateRedistributionJob.WriteSharing(2, 2));
-    // remote checkpoint, four stores at once per task: 64 partitions in 16 tasks of four
+    // remote checkpoint, four stores at once per task: 64 partitions in 8 tasks of 8, four at once
     assertThat(StateRedistributionJob.WriteSharing.of(1, 64, 2, 1, 4))
-        .isEqualTo(new StateRedistributionJob.WriteSharing(16, 4));
+        .isEqualTo(new StateRedistributionJob.WriteSharing(8, 4));
     // a join on a remote checkpoint: a task per core, four stores at once
     assertThat(StateRedistributionJob.WriteSharing.of(4, 6, 2, 1, 4))
         .isEqualTo(new StateRedistributionJob.WriteSharing(2, 4));
@@ -42,10 +45,13 @@ class WriteSharingTest {
                 StateRedistributionJob.WriteSharing.of(stores, partitions, cores, taskCpus, 1);
             assertThat(sharing.threadsPerTask()).isBetween(1, taskCpus);
             assertThat(sharing.tasks()).isBetween(1, partitions);
-            // one store: each task takes threadsPerTask partitions; several: partitions by task
-            long covered =
-                stores == 1 ? (long) sharing.tasks() * sharing.threadsPerTask() : partitions;
-            assertThat(covered).isGreaterThanOrEqualTo(partitions);
+            int slots = cores / taskCpus;
+            // at most four waves of tasks; with fewer partitions, every slot busy in the first
+            assertThat(sharing.tasks()).isLessThanOrEqualTo(slots * 4);
+            if (stores == 1) {
+              assertThat((long) sharing.tasks() * sharing.threadsPerTask())
+                  .isGreaterThanOrEqualTo(Math.min(partitions, slots));
+            }
           }
         }
       }
