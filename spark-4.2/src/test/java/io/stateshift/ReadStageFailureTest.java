@@ -47,10 +47,13 @@ class ReadStageFailureTest {
     spark
         .conf()
         .set(StateShiftConf.EXCHANGE_DIR.key(), FaultyFileSystem.uriOf(tmp.resolve("exchange")));
+    // as on a cluster: staged files, not runs kept in this JVM's memory
+    spark.conf().set(StateShiftConf.LOCAL_EXCHANGE_HEAP_SHARE.key(), "0");
     try {
       readStageFails(store);
     } finally {
       spark.conf().unset(StateShiftConf.EXCHANGE_DIR.key());
+      spark.conf().unset(StateShiftConf.LOCAL_EXCHANGE_HEAP_SHARE.key());
     }
   }
 

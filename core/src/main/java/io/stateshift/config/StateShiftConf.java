@@ -297,6 +297,16 @@ public final class StateShiftConf {
           "RocksDB state: `files` moves SST files between partitions where it applies, `shuffle`"
               + " always re-encodes records through one shuffle.");
 
+  public static final Setting<Double> LOCAL_EXCHANGE_HEAP_SHARE =
+      doubleValue(
+          Section.JOB,
+          "spark.stateshift.exchange.localHeapShare",
+          "0.25",
+          "In local mode, the share of the driver's maximum heap that the RocksDB file exchange may"
+              + " hold its sorted runs in between its read and write stages, instead of writing"
+              + " them to staged files and reading them back; runs beyond it go to files as on a"
+              + " cluster. `0` always writes files.");
+
   public static final Setting<String> HDFS_EXCHANGE =
       string(
           Section.JOB,

@@ -73,7 +73,9 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
       throw new UncheckedIOException(new IOException("Cannot create " + localDir));
     }
     this.file = new File(localDir, "from-" + task.newFileStem() + ".runs");
-    this.runs = new SortedRuns.Writer(file, task.firstTarget(), task.newPartitions());
+    this.runs =
+        new SortedRuns.Writer(file, task.firstTarget(), task.newPartitions())
+            .keepingInMemory(task.exchangeDir());
   }
 
   @Override
@@ -123,7 +125,7 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
   public List<StagedFile> finish() throws IOException {
     try {
       writeChunk();
-      List<long[]> written = runs.finish();
+      List<SortedRuns.Run> written = runs.finish();
       if (written.isEmpty()) {
         return List.of();
       }
@@ -133,7 +135,7 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
             file + " holds " + fileBytes + " bytes, " + runs.fileBytes() + " were written");
       }
       Path target = new Path(stagingDir, file.getName());
-      if (!localStaging) {
+      if (!localStaging && fileBytes > 0) {
         stagingFs.copyFromLocalFile(true, true, new Path(file.toURI()), target);
       }
       return SortedRuns.staged(written, stagingFs.makeQualified(target).toString(), fileBytes);

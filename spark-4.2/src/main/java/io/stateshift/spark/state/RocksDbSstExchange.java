@@ -134,7 +134,8 @@ final class RocksDbSstExchange {
     try (ReadOptions scan = scanOptions();
         RocksIterator it = db.newIterator(scan);
         RawEntry entry = new RawEntry(keys, spec.keySchema().length());
-        SortedRuns.Writer runs = new SortedRuns.Writer(file, firstTarget, newPartitions)) {
+        SortedRuns.Writer runs =
+            new SortedRuns.Writer(file, firstTarget, newPartitions).keepingInMemory(exchangeDir)) {
       for (it.seekToFirst(); it.isValid(); it.next()) {
         UnsafeRow keyRow = entry.read(it);
         int hash = task.placement().hash(keyRow);
@@ -147,7 +148,7 @@ final class RocksDbSstExchange {
       }
       it.status();
       timer.lap("iterate+split");
-      List<long[]> written = runs.finish();
+      List<SortedRuns.Run> written = runs.finish();
       timer.lap("runs-finish");
       if (!written.isEmpty()) {
         org.apache.hadoop.fs.Path target =
@@ -157,7 +158,7 @@ final class RocksDbSstExchange {
           throw new IOException(
               file + " holds " + fileBytes + " bytes, " + runs.fileBytes() + " were written");
         }
-        if (!localStaging) {
+        if (!localStaging && fileBytes > 0) {
           fs.copyFromLocalFile(true, true, new org.apache.hadoop.fs.Path(file.toURI()), target);
         }
         staged = SortedRuns.staged(written, target.toString(), fileBytes);

@@ -43,6 +43,12 @@ final class SortedRuns {
 
   private SortedRuns() {}
 
+  /**
+   * One run as its writer wrote it: at {@code offset} in its file, or in a buffer kept in memory
+   * under {@code memoryPath} ({@link InMemoryRuns}).
+   */
+  record Run(int target, String memoryPath, long offset, long length, long rows, long bytes) {}
+
   /** The read side's writer: one buffer per new partition, one file. */
   static final class Writer implements Closeable {
     private final File file;
@@ -51,8 +57,9 @@ final class SortedRuns {
     private final int[] lengths;
     private final long[] rows;
     private final long[] bytes;
-    private final List<long[]> runs = new ArrayList<>(); // target, offset, length, rows, bytes
+    private final List<Run> runs = new ArrayList<>();
     private final int flushBytes;
+    private String memoryExchange;
     private long buffered;
     private long offset;
     private OutputStream out;
@@ -70,6 +77,15 @@ final class SortedRuns {
       this.lengths = new int[newPartitions];
       this.rows = new long[newPartitions];
       this.bytes = new long[newPartitions];
+    }
+
+    /**
+     * Keeps the runs in memory for the exchange {@code exchangeDir} while it has room ({@link
+     * InMemoryRuns#reserve}), writing the file only for the rest.
+     */
+    Writer keepingInMemory(String exchangeDir) {
+      this.memoryExchange = exchangeDir;
+      return this;
     }
 
     /** Appends one entry for new partition {@code p} (entries of a partition in key order). */
@@ -102,16 +118,30 @@ final class SortedRuns {
       if (buffered == 0) {
         return;
       }
-      if (out == null) {
-        out = new BufferedOutputStream(new FileOutputStream(file), 1 << 20);
-      }
+      InMemoryRuns.Kept kept =
+          memoryExchange == null ? null : InMemoryRuns.reserve(memoryExchange, buffered);
       for (int p = 0; p < buffers.length; p++) {
         if (rows[p] == 0) {
           continue;
         }
-        out.write(buffers[p], 0, lengths[p]);
-        runs.add(new long[] {firstTarget + p, offset, lengths[p], rows[p], bytes[p]});
-        offset += lengths[p];
+        if (kept != null) {
+          runs.add(
+              new Run(
+                  firstTarget + p,
+                  kept.path(),
+                  kept.buffer().position(),
+                  lengths[p],
+                  rows[p],
+                  bytes[p]));
+          kept.buffer().put(buffers[p], 0, lengths[p]);
+        } else {
+          if (out == null) {
+            out = new BufferedOutputStream(new FileOutputStream(file), 1 << 20);
+          }
+          out.write(buffers[p], 0, lengths[p]);
+          runs.add(new Run(firstTarget + p, null, offset, lengths[p], rows[p], bytes[p]));
+          offset += lengths[p];
+        }
         lengths[p] = 0;
         rows[p] = 0;
         bytes[p] = 0;
@@ -128,8 +158,11 @@ final class SortedRuns {
       flush();
     }
 
-    /** Writes what is buffered and closes the file; the runs' descriptions, unstaged. */
-    List<long[]> finish() throws IOException {
+    /**
+     * Writes what is buffered and closes the file, if any run went to it; the runs' descriptions,
+     * unstaged.
+     */
+    List<Run> finish() throws IOException {
       flush();
       if (out != null) {
         out.close();
@@ -138,7 +171,7 @@ final class SortedRuns {
       return runs;
     }
 
-    /** Bytes written to the file. */
+    /** Bytes written to the file (none: no file, every run in memory). */
     long fileBytes() {
       return offset;
     }
@@ -173,7 +206,7 @@ final class SortedRuns {
       for (StagedFile file : files) {
         Ranges ranges = open.get(file.path());
         if (ranges == null) {
-          ranges = Ranges.open(new Path(file.path()), hadoopConf);
+          ranges = Ranges.open(file.path(), hadoopConf);
           file.checkLength(ranges.length());
           open.put(file.path(), ranges);
         }
@@ -209,13 +242,38 @@ final class SortedRuns {
         b.keyOffset + b.keyLength);
   }
 
-  /** Positioned reads of one staged file: a file channel on local disk, else Hadoop's stream. */
+  /**
+   * Positioned reads of one staged file: a file channel on local disk, else Hadoop's stream, or the
+   * buffer of runs kept in memory ({@link InMemoryRuns}).
+   */
   private interface Ranges extends Closeable {
     void readFully(long position, byte[] b, int offset, int length) throws IOException;
 
     long length() throws IOException;
 
-    static Ranges open(Path path, Configuration hadoopConf) throws IOException {
+    static Ranges open(String stagedPath, Configuration hadoopConf) throws IOException {
+      if (InMemoryRuns.isMemoryPath(stagedPath)) {
+        ByteBuffer buffer = InMemoryRuns.find(stagedPath);
+        return new Ranges() {
+          @Override
+          public void readFully(long position, byte[] b, int offset, int length)
+              throws IOException {
+            if (position + length > buffer.capacity()) {
+              throw new java.io.EOFException(stagedPath + " ends early");
+            }
+            buffer.get((int) position, b, offset, length);
+          }
+
+          @Override
+          public long length() {
+            return buffer.capacity();
+          }
+
+          @Override
+          public void close() {}
+        };
+      }
+      Path path = new Path(stagedPath);
       FileSystem fs = path.getFileSystem(hadoopConf);
       if (fs instanceof LocalFileSystem local) {
         FileChannel channel =
@@ -345,11 +403,25 @@ final class SortedRuns {
     }
   }
 
-  /** The runs of {@code writer}'s file as staged files at {@code path}. */
-  static List<StagedFile> staged(List<long[]> runs, String path, long fileBytes) {
+  /**
+   * The runs of a writer as staged files: those in its file at {@code path}, holding {@code
+   * fileBytes}; those in memory under their own names.
+   */
+  static List<StagedFile> staged(List<Run> runs, String path, long fileBytes) {
     List<StagedFile> staged = new ArrayList<>();
-    for (long[] r : runs) {
-      staged.add(new StagedFile((int) r[0], path, r[1], r[2], r[3], r[4], fileBytes));
+    for (Run r : runs) {
+      staged.add(
+          r.memoryPath() != null
+              ? new StagedFile(
+                  r.target(),
+                  r.memoryPath(),
+                  r.offset(),
+                  r.length(),
+                  r.rows(),
+                  r.bytes(),
+                  InMemoryRuns.find(r.memoryPath()).capacity())
+              : new StagedFile(
+                  r.target(), path, r.offset(), r.length(), r.rows(), r.bytes(), fileBytes));
     }
     return staged;
   }

@@ -476,9 +476,17 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    */
   private Outcome runFileExchange(SparkSession spark, FileExchange exchange) {
     exchangeDir = chooseExchangeDir(spark);
+    if (spark.sparkContext().isLocal()) {
+      InMemoryRuns.open(
+          exchangeDir,
+          (long)
+              (StateShiftConf.LOCAL_EXCHANGE_HEAP_SHARE.from(spark)
+                  * Runtime.getRuntime().maxMemory()));
+    }
     try {
       return runFileExchangeStages(spark, exchange);
     } finally {
+      InMemoryRuns.close(exchangeDir);
       try {
         Path staged = new Path(exchangeDir);
         staged.getFileSystem(hadoopConf()).delete(staged, true);

@@ -16,6 +16,8 @@ import java.util.TreeMap;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The staged runs of the RocksDB file exchange: split by many writers, merged back in order. */
 class SortedRunsTest {
@@ -24,8 +26,24 @@ class SortedRunsTest {
   private static final int OLD = 30;
   private static final int NEW = 7;
 
-  @Test
-  void runsOfManyOldPartitionsMergeIntoEachNewPartitionInKeyOrder() throws Exception {
+  /**
+   * Runs in files only (a cluster), in memory until a small budget is spent (some of each), and all
+   * in memory (local mode with room): the same merged partitions.
+   */
+  @ParameterizedTest(name = "memory budget {0}")
+  @ValueSource(longs = {0, 40_000, Long.MAX_VALUE})
+  void runsOfManyOldPartitionsMergeIntoEachNewPartitionInKeyOrder(long memoryBudget)
+      throws Exception {
+    String exchange = tmp.resolve("exchange").toString();
+    InMemoryRuns.open(exchange, memoryBudget);
+    try {
+      mergesInKeyOrder(exchange, memoryBudget);
+    } finally {
+      InMemoryRuns.close(exchange);
+    }
+  }
+
+  private void mergesInKeyOrder(String exchange, long memoryBudget) throws Exception {
     Random random = new Random(42);
     // every key once, in some old partition, and a new partition from its bytes
     List<TreeMap<String, byte[]>> old = new ArrayList<>();
@@ -54,7 +72,8 @@ class SortedRunsTest {
     for (int o = 0; o < OLD; o++) {
       File file = tmp.resolve("old-" + o + ".runs").toFile();
       // a small flush size: several runs per new partition in one file
-      try (SortedRuns.Writer writer = new SortedRuns.Writer(file, 100, NEW, 2000)) {
+      try (SortedRuns.Writer writer =
+          new SortedRuns.Writer(file, 100, NEW, 2000).keepingInMemory(exchange)) {
         for (Map.Entry<String, byte[]> e : old.get(o).entrySet()) {
           byte[] key = HexFormat.of().parseHex(e.getKey());
           writer.add(
@@ -66,12 +85,29 @@ class SortedRunsTest {
         }
         for (StateRedistributionJob.StagedFile f :
             SortedRuns.staged(writer.finish(), file.getAbsolutePath(), file.length())) {
-          assertThat(f.fileBytes()).isEqualTo(writer.fileBytes());
+          if (InMemoryRuns.isMemoryPath(f.path())) {
+            assertThat(f.fileBytes()).isGreaterThanOrEqualTo(f.offset() + f.length());
+          } else {
+            assertThat(f.fileBytes()).isEqualTo(writer.fileBytes());
+          }
           perTarget.get(f.target() - 100).add(f);
         }
       }
     }
     assertThat(perTarget.get(0).size()).as("runs of one new partition").isGreaterThan(OLD);
+    long inMemory =
+        perTarget.stream()
+            .flatMap(List::stream)
+            .filter(f -> InMemoryRuns.isMemoryPath(f.path()))
+            .count();
+    long all = perTarget.stream().mapToLong(List::size).sum();
+    if (memoryBudget == 0) {
+      assertThat(inMemory).isZero();
+    } else if (memoryBudget == Long.MAX_VALUE) {
+      assertThat(inMemory).isEqualTo(all);
+    } else {
+      assertThat(inMemory).as("runs in memory of %s", all).isBetween(1L, all - 1);
+    }
     for (int p = 0; p < NEW; p++) {
       List<String[]> merged = new ArrayList<>();
       long count =
