@@ -15,7 +15,6 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.PriorityQueue;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -201,8 +200,8 @@ final class SortedRuns {
       throws IOException {
     Map<String, Ranges> open = new HashMap<>();
     try {
-      PriorityQueue<Cursor> queue =
-          new PriorityQueue<>(Math.max(1, files.size()), SortedRuns::compareKeys);
+      Cursor[] heap = new Cursor[files.size()];
+      int size = 0;
       for (StagedFile file : files) {
         Ranges ranges = open.get(file.path());
         if (ranges == null) {
@@ -212,23 +211,52 @@ final class SortedRuns {
         }
         Cursor cursor = new Cursor(ranges, file);
         if (cursor.advance()) {
-          queue.add(cursor);
+          heap[size++] = cursor;
         }
       }
+      for (int i = size / 2 - 1; i >= 0; i--) {
+        siftDown(heap, size, i);
+      }
+      // The smallest key is on top; after its run moves on, one sift down puts the heap right
+      // again (a poll and an add would sift twice).
       long merged = 0;
-      while (!queue.isEmpty()) {
-        Cursor c = queue.poll();
+      while (size > 0) {
+        Cursor c = heap[0];
         sink.put(c.buffer, c.keyOffset, c.keyLength, c.buffer, c.valueOffset, c.valueLength);
         merged++;
-        if (c.advance()) {
-          queue.add(c);
+        if (!c.advance()) {
+          heap[0] = heap[--size];
+          heap[size] = null;
         }
+        siftDown(heap, size, 0);
       }
       return merged;
     } finally {
       for (Ranges ranges : open.values()) {
         ranges.close();
       }
+    }
+  }
+
+  /** Restores the heap order below {@code i}: each cursor's key at most its children's. */
+  private static void siftDown(Cursor[] heap, int size, int i) {
+    Cursor moving = heap[i];
+    while (true) {
+      int child = 2 * i + 1;
+      if (child >= size) {
+        break;
+      }
+      if (child + 1 < size && compareKeys(heap[child + 1], heap[child]) < 0) {
+        child++;
+      }
+      if (compareKeys(heap[child], moving) >= 0) {
+        break;
+      }
+      heap[i] = heap[child];
+      i = child;
+    }
+    if (i < size) {
+      heap[i] = moving;
     }
   }
 
