@@ -51,7 +51,24 @@ class WideFileExchangeTest {
     run.writeEvents(0, ROWS_PER_FILE, DEVICES);
     run.runAvailable(query, checkpoint, sink, store.withPartitions(from));
 
-    RepartitionResult result = StateAssertions.repartition(spark, checkpoint, from, to);
+    List<String> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(to)
+            .onProgress(progress::add)
+            .execute();
+    assertThat(result.stores())
+        .allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    // each stage's last line counts its own tasks, whatever their number
+    assertThat(progress).anyMatch(line -> line.matches("reading state partitions: (\\d+)/\\1"));
+    assertThat(progress)
+        .filteredOn(line -> line.startsWith("writing state partitions"))
+        .last()
+        .asString()
+        .matches("writing state partitions: (\\d+)/\\1");
+    List<String> stages = progress.stream().map(line -> line.split(":")[0]).distinct().toList();
+    assertThat(stages).containsSubsequence("reading state partitions", "writing state partitions");
     List<HistoryEntry> history = StateShift.get(spark).history(checkpoint.toString());
     assertThat(history.get(history.size() - 1).path()).startsWith(path);
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);

@@ -1,5 +1,6 @@
 package io.stateshift.protocol;
 
+import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -46,6 +47,7 @@ final class JobProgress extends SparkListener implements AutoCloseable {
     if (!jobGroup.equals(group)) {
       return;
     }
+    String label = jobStart.properties().getProperty(Redistribution.PROGRESS_LABEL);
     int lowest = Integer.MAX_VALUE;
     for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
       lowest = Math.min(lowest, stage.stageId());
@@ -53,7 +55,8 @@ final class JobProgress extends SparkListener implements AutoCloseable {
     for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
       boolean first = stage.stageId() == lowest && jobStart.stageInfos().size() > 1;
       stageNames.put(
-          stage.stageId(), first ? "reading state partitions" : "writing state partitions");
+          stage.stageId(),
+          label != null ? label : first ? "reading state partitions" : "writing state partitions");
       stageTotals.put(stage.stageId(), stage.numTasks());
       stageDone.put(stage.stageId(), new AtomicInteger());
     }

@@ -10,6 +10,12 @@ import org.apache.spark.sql.SparkSession;
 public interface Redistribution {
 
   /**
+   * Spark local property a job may set to name its stage in the progress lines ("reading state
+   * partitions"); without it the first of a job's stages is the reading one.
+   */
+  String PROGRESS_LABEL = "stateshift.progress.label";
+
+  /**
    * Counts of one partition of one store, read or written; for a written one under state checkpoint
    * format v2, the unique id of the version it committed (else null).
    */

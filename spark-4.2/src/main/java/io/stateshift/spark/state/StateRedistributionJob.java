@@ -475,6 +475,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * RocksDbTaskScope} when the exchange's stores share one.
    */
   private Outcome runFileExchange(SparkSession spark, FileExchange exchange) {
+    try {
+      return runFileExchangeInFolder(spark, exchange);
+    } finally {
+      spark.sparkContext().setLocalProperty(PROGRESS_LABEL, null);
+    }
+  }
+
+  private Outcome runFileExchangeInFolder(SparkSession spark, FileExchange exchange) {
     exchangeDir = chooseExchangeDir(spark);
     if (spark.sparkContext().isLocal()) {
       InMemoryRuns.open(
@@ -531,6 +539,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // As many threads as stores: one old partition's stores at a time (a join's four are small;
     // a single big store is walked by one thread per core), or more where stores wait on requests.
     int readThreads = Math.max(stores.size(), ioThreads);
+    // two jobs, one stage each: the progress lines name each
+    spark.sparkContext().setLocalProperty(PROGRESS_LABEL, "reading state partitions");
     List<ReadOutcome> reads =
         jsc.parallelize(sources, sources.size())
             .flatMap(
@@ -573,6 +583,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       }
       writes.add(share);
     }
+    spark.sparkContext().setLocalProperty(PROGRESS_LABEL, "writing state partitions");
     List<PartitionCount> written =
         jsc.parallelize(writes, writes.size())
             .flatMap(
