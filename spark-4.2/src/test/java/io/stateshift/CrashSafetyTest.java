@@ -31,6 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Crash safety: a repartition killed with SIGKILL (in a separate JVM) at each of its write steps,
@@ -99,6 +100,36 @@ class CrashSafetyTest {
     // 60 s, so a restart that waited it out or was refused would fail the case).
     restartAndCheck(run, store, FINISHED_BY_RECOVERY.contains(point) ? TO : FROM);
     passed("SIGKILL at " + point + " on " + store);
+  }
+
+  /**
+   * A split in place ({@code FROM -> 2 x FROM} on RocksDB without changelog checkpointing), whose
+   * one stage both reads the old partitions and commits the new ones: killed while a task commits
+   * its new partitions, or after the stage, the attempt is undone; killed after the switch has
+   * published the new layout, the restart finishes it. Either way the output is the oracle's.
+   */
+  @ParameterizedTest(name = "SIGKILL at {0}, split in place")
+  @ValueSource(strings = {"staging-task", "staged", "published"})
+  void killedWhileSplittingInPlace(String point) throws Exception {
+    StreamRun run = caseFrom(StateStores.ROCKSDB);
+    int exit =
+        ChildJvm.runCli(
+            tmp.resolve("child.log"),
+            killedAt(point),
+            "repartition",
+            "--checkpoint",
+            checkpoint().toString(),
+            "--partitions",
+            Integer.toString(2 * FROM),
+            "--assume-stopped");
+    String log = Files.readString(tmp.resolve("child.log"));
+    assertThat(exit).as("exit code; log: %s", log).isEqualTo(137);
+    if (!point.equals("staging-task")) {
+      assertThat(log).contains("splitting state partitions: " + FROM + "/" + FROM);
+    }
+    restartAndCheck(
+        run, StateStores.ROCKSDB, FINISHED_BY_RECOVERY.contains(point) ? 2 * FROM : FROM);
+    passed("SIGKILL at " + point + ", split in place");
   }
 
   /**

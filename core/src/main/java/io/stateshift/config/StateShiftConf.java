@@ -381,6 +381,16 @@ public final class StateShiftConf {
           "Writes a new RocksDB version as a fresh instance uploaded by Spark's file manager;"
               + " `false` commits through Spark's provider.");
 
+  public static final Setting<Boolean> ROCKSDB_SPLIT_IN_PLACE =
+      bool(
+          Section.JOB,
+          "spark.stateshift.rocksdb.splitInPlace",
+          true,
+          false,
+          "When the new partition count is a multiple of the old one (8 -> 16, 200 -> 400), each"
+              + " read task writes the new RocksDB partitions its old one splits into, in one"
+              + " stage; `false` stages sorted runs for a write stage as for any other count.");
+
   public static final Setting<Boolean> ROCKSDB_READ_ONLY_SNAPSHOTS =
       bool(
           Section.JOB,

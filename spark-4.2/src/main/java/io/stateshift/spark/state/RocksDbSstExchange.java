@@ -4,6 +4,7 @@ import io.stateshift.checkpoint.PlacementCheck;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.protocol.FailPoints;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
 import java.io.File;
@@ -84,6 +85,121 @@ final class RocksDbSstExchange {
   /** The same, from a snapshot opened read-only, with the task's shared options. */
   static ReadOutcome split(SplitTask task, RocksDbSnapshotReader snapshot, RocksDbTaskScope scope) {
     return split(task, snapshot.db(), scope.options(), scope.localRootDir());
+  }
+
+  /**
+   * Read side of a split into a multiple of the old count ({@code newPartitions = k x
+   * oldPartitions}), which needs no write side: Spark places a key by {@code pmod(hash, n)}, so a
+   * key of old partition p goes to one of the k new partitions p, p + old, ..., p + (k - 1) old,
+   * and no other old partition sends keys there. The task walks {@code db} once in key order and
+   * puts each entry straight into the SST file of its new partition (a filtered subsequence of a
+   * sorted walk is sorted), then commits each of the k partitions as version {@code version} under
+   * {@code newStateRoot} ({@link RocksDbDirectCommit}, an empty one where no key went): no staged
+   * runs, no second stage; the outcome holds the counts of both sides. Every key's old partition is
+   * checked as on the exchange's path; a misplaced key stops the task, so this takes a check that
+   * refuses ({@code task.check()}).
+   */
+  static ReadOutcome splitToMultiple(
+      SplitTask task,
+      org.rocksdb.RocksDB db,
+      RocksDbTaskScope scope,
+      int oldPartitions,
+      String newStateRoot,
+      long version,
+      int lastTarget) {
+    StoreSpec spec = task.spec();
+    int oldPartition = task.oldPartition();
+    int newPartitions = task.newPartitions();
+    int ways = newPartitions / oldPartitions;
+    PlacementCheck check = task.check();
+    TaskTimer timer = task.timer();
+    SstFileWriter[] writers = new SstFileWriter[ways];
+    File[] files = new File[ways];
+    long[] rows = new long[ways];
+    long[] bytes = new long[ways];
+    long totalRows = 0;
+    long totalBytes = 0;
+    try {
+      try (EnvOptions env = new EnvOptions();
+          ReadOptions scan = scanOptions();
+          RocksIterator it = db.newIterator(scan);
+          RawEntry entry = new RawEntry(keyDecoder(spec), spec.keySchema().length())) {
+        for (it.seekToFirst(); it.isValid(); it.next()) {
+          UnsafeRow keyRow = entry.read(it);
+          int hash = task.placement().hash(keyRow);
+          if (check.misplaced(hash)) {
+            check.report(task.source());
+            throw new IllegalStateException("a misplaced key in " + task.source());
+          }
+          int way =
+              (StateStores.KeyPlacement.pmod(hash, newPartitions) - oldPartition) / oldPartitions;
+          if (writers[way] == null) {
+            files[way] =
+                new File(scope.localRootDir(), "stateshift-split-" + UUID.randomUUID() + ".sst");
+            writers[way] = new SstFileWriter(env, scope.options());
+            writers[way].open(files[way].getAbsolutePath());
+          }
+          entry.putInto(writers[way]);
+          rows[way]++;
+          bytes[way] += entry.length();
+        }
+        it.status();
+        timer.lap("iterate+write");
+        for (SstFileWriter writer : writers) {
+          if (writer != null) {
+            writer.finish();
+          }
+        }
+        timer.lap("sst-finish");
+      } finally {
+        for (SstFileWriter writer : writers) {
+          if (writer != null) {
+            writer.close();
+          }
+        }
+      }
+      List<Redistribution.PartitionCount> written = new ArrayList<>();
+      for (int way = 0; way < ways; way++) {
+        int target = oldPartition + way * oldPartitions;
+        if (spec.slot() * newPartitions + target == lastTarget) {
+          FailPoints.reached("staging-task"); // while other partitions may be half written
+        }
+        RocksDbDirectCommit.commit(
+            scope,
+            new StateStoreId(newStateRoot, spec.operatorId(), target, spec.storeName()),
+            task.hadoopConf(),
+            version,
+            files[way] == null ? List.of() : List.of(files[way].getAbsolutePath()),
+            rows[way],
+            false,
+            timer);
+        written.add(
+            new Redistribution.PartitionCount(spec.slot(), target, rows[way], bytes[way], null));
+        totalRows += rows[way];
+        totalBytes += bytes[way];
+      }
+      return new ReadOutcome(
+          new Redistribution.PartitionCount(spec.slot(), oldPartition, totalRows, totalBytes, null),
+          List.of(),
+          written);
+    } catch (RocksDBException e) {
+      throw new IllegalStateException(
+          "Cannot split old partition "
+              + oldPartition
+              + " of store "
+              + spec.storeName()
+              + " into its "
+              + ways
+              + " new partitions: "
+              + e.getMessage(),
+          e);
+    } finally {
+      for (File file : files) {
+        if (file != null) {
+          file.delete(); // gone unless its ingestion failed
+        }
+      }
+    }
   }
 
   /**
@@ -234,6 +350,11 @@ final class RocksDbSstExchange {
     /** Key and value bytes of the entry last read. */
     int length() {
       return key.length + value.length;
+    }
+
+    /** Puts the entry last read into {@code writer}. */
+    void putInto(SstFileWriter writer) throws RocksDBException {
+      writer.put(key.toNative(), value.toNative());
     }
 
     /** Appends the entry last read to the runs of new partition {@code p}. */

@@ -80,8 +80,16 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     }
   }
 
-  /** What one read task of a file exchange produced: its counts and the files it staged. */
-  record ReadOutcome(PartitionCount count, List<StagedFile> files) implements Serializable {}
+  /**
+   * What one read task of a file exchange produced: its counts and the files it staged, or, where
+   * it wrote its new partitions itself ({@link RocksDbSstExchange#splitToMultiple}), their counts.
+   */
+  record ReadOutcome(PartitionCount count, List<StagedFile> files, List<PartitionCount> written)
+      implements Serializable {
+    ReadOutcome(PartitionCount count, List<StagedFile> files) {
+      this(count, files, List.of());
+    }
+  }
 
   /**
    * One old (store, partition) to read; {@code listedFiles}: the files of its folder (names
@@ -367,6 +375,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    */
   private String exchangeDir;
 
+  /**
+   * Whether the RocksDB exchange's read tasks write the new partitions themselves ({@link
+   * RocksDbSstExchange#splitToMultiple}), set on the driver before the job.
+   */
+  private boolean splitInPlace;
+
   private String exchangeDir() {
     return exchangeDir;
   }
@@ -484,6 +498,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private Outcome runFileExchangeInFolder(SparkSession spark, FileExchange exchange) {
     exchangeDir = chooseExchangeDir(spark);
+    splitInPlace = exchange instanceof RocksDbFiles files && files.splitsInPlace(spark.conf());
     if (spark.sparkContext().isLocal()) {
       InMemoryRuns.open(
           exchangeDir,
@@ -540,7 +555,11 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     // a single big store is walked by one thread per core), or more where stores wait on requests.
     int readThreads = Math.max(stores.size(), ioThreads);
     // two jobs, one stage each: the progress lines name each
-    spark.sparkContext().setLocalProperty(PROGRESS_LABEL, "reading state partitions");
+    spark
+        .sparkContext()
+        .setLocalProperty(
+            PROGRESS_LABEL,
+            splitInPlace ? "splitting state partitions" : "reading state partitions");
     List<ReadOutcome> reads =
         jsc.parallelize(sources, sources.size())
             .flatMap(
@@ -559,9 +578,15 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       filesPerTarget.add(new ArrayList<>());
     }
     List<PartitionCount> read = new ArrayList<>();
+    List<PartitionCount> writtenInReadStage = new ArrayList<>();
     for (ReadOutcome outcome : reads) {
       read.add(outcome.count());
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
+      writtenInReadStage.addAll(outcome.written());
+    }
+    if (splitInPlace) {
+      return new Outcome(
+          List.copyOf(read), List.copyOf(writtenInReadStage), List.copyOf(placementNotes.value()));
     }
     WriteSharing sharing =
         WriteSharing.of(
@@ -832,6 +857,35 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       return "rocksdb-sst-exchange (raw bytes, no shuffle)";
     }
 
+    /**
+     * Whether each old partition is split straight into its new ones ({@link
+     * RocksDbSstExchange#splitToMultiple}): the new count a multiple of the old one, no migration,
+     * new versions committed directly (state checkpoint format v1), every key's placement checked
+     * with a check that refuses a misplaced key, old versions read from their snapshots (without
+     * changelog checkpointing, where the exchange's changelog split is quicker), and not turned
+     * off.
+     */
+    boolean splitsInPlace(RuntimeConfig conf) {
+      if (newPartitions <= oldPartitions
+          || newPartitions % oldPartitions != 0
+          || writeStoreConf != storeConf // a migration: written with other settings than read
+          || !RocksDbSnapshotReader.ENABLED
+          || !RocksDbDirectCommit.applies(writeStoreConf)
+          || !StateShiftConf.ROCKSDB_SPLIT_IN_PLACE.from(key -> conf.get(key, null))
+          || org.apache.spark.sql.execution.streaming.state.RocksDBConf$.MODULE$
+              .apply(storeConf)
+              .enableChangelogCheckpointing()) {
+        return false;
+      }
+      return stores.stream()
+          .allMatch(
+              spec -> {
+                PlacementCheck.Mode mode = placementChecks.get(spec.slot());
+                return !spec.hasColumnFamilies()
+                    && (mode == PlacementCheck.Mode.STRICT || mode == PlacementCheck.Mode.DERIVED);
+              });
+    }
+
     @Override
     boolean rocksDbScope() {
       return true;
@@ -865,11 +919,24 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                       + readVersion
                       + (checkpointId.isDefined() ? "_" + checkpointId.get() : "")
                       + ".zip";
+              if (splitInPlace) {
+                return RocksDbSstExchange.splitToMultiple(
+                    split.withSource(zip),
+                    snapshot.db(),
+                    scope,
+                    oldPartitions,
+                    stagingRoot + "/state",
+                    writeBatchId + 1,
+                    stores.size() * newPartitions - 1);
+              }
               return RocksDbSstExchange.split(split.withSource(zip), snapshot, scope);
             }
           }
         }
-        if (RocksDbSnapshotReader.ENABLED
+        // Without a snapshot of this version (changelog checkpointing on when it was written): a
+        // split in place loads it with Spark's provider, which replays the changelogs.
+        if (!splitInPlace
+            && RocksDbSnapshotReader.ENABLED
             && scope != null
             && checkpointId.isEmpty()
             && !spec.hasColumnFamilies()) {
@@ -892,6 +959,20 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           ReadStateStore store = StateStores.loadToRead(provider, readVersion, checkpointId);
           timer.lap("load");
           try {
+            if (splitInPlace) {
+              return RocksDbSstExchange.splitToMultiple(
+                  split,
+                  RocksDbInternals.nativeDb(
+                      ((org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider
+                                  .RocksDBStateStore)
+                              store)
+                          .dbInstance()),
+                  scope,
+                  oldPartitions,
+                  stagingRoot + "/state",
+                  writeBatchId + 1,
+                  stores.size() * newPartitions - 1);
+            }
             return RocksDbSstExchange.split(split, store);
           } finally {
             store.release();
