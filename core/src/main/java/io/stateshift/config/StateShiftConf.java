@@ -302,10 +302,10 @@ public final class StateShiftConf {
           Section.JOB,
           "spark.stateshift.exchange.localHeapShare",
           "0.25",
-          "In local mode, the share of the driver's maximum heap that the RocksDB file exchange may"
-              + " hold its sorted runs in between its read and write stages, instead of writing"
-              + " them to staged files and reading them back; runs beyond it go to files as on a"
-              + " cluster. `0` always writes files.");
+          "In local mode, the share of the driver's maximum heap that the file exchanges may"
+              + " hold their staged data in (direct memory) between their read and write stages,"
+              + " instead of writing it to staged files and reading it back; what does not fit"
+              + " goes to files as on a cluster. `0` always writes files.");
 
   public static final Setting<String> HDFS_EXCHANGE =
       string(

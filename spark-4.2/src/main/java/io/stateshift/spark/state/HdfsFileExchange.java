@@ -221,9 +221,8 @@ final class HdfsFileExchange {
     OutputStream end = null;
     try {
       for (StateRedistributionJob.StagedFile file : files) {
-        Path staged = new Path(file.path());
         long copied = 0;
-        try (InputStream in = withoutChecksumFiles(staged.getFileSystem(hadoopConf)).open(staged)) {
+        try (InputStream in = openStaged(file, hadoopConf)) {
           for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
             out.write(buffer, 0, n);
             copied += n;
@@ -245,6 +244,32 @@ final class HdfsFileExchange {
     end.close();
   }
 
+  /** The bytes of a staged file, or of a stream kept in memory ({@link InMemoryRuns}). */
+  private static InputStream openStaged(StateRedistributionJob.StagedFile file, Configuration conf)
+      throws IOException {
+    if (InMemoryRuns.isMemoryPath(file.path())) {
+      java.nio.ByteBuffer buffer = InMemoryRuns.find(file.path());
+      return new InputStream() {
+        @Override
+        public int read() {
+          return buffer.hasRemaining() ? buffer.get() & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] b, int offset, int length) {
+          if (!buffer.hasRemaining()) {
+            return -1;
+          }
+          int n = Math.min(length, buffer.remaining());
+          buffer.get(b, offset, n);
+          return n;
+        }
+      };
+    }
+    Path staged = new Path(file.path());
+    return withoutChecksumFiles(staged.getFileSystem(conf)).open(staged);
+  }
+
   private static void reencode(
       FileSystem fs,
       Path snapshotFile,
@@ -257,7 +282,9 @@ final class HdfsFileExchange {
         Path staged = new Path(file.path());
         long fileRows = 0;
         try (DataInputStream in =
-            open(withoutChecksumFiles(staged.getFileSystem(hadoopConf)), staged, codec)) {
+            new DataInputStream(
+                new java.io.BufferedInputStream(
+                    codec.compressedInputStream(openStaged(file, hadoopConf)), BUFFER))) {
           byte[][] entry = new byte[2][];
           while (readEntry(in, staged, entry)) {
             out.append(entry[0], 0, entry[0].length, entry[1], 0, entry[1].length);
@@ -286,7 +313,13 @@ final class HdfsFileExchange {
   static final class SnapshotWriter implements AutoCloseable {
     private final OutputStream out;
     private final boolean endMarker;
-    private final byte[] buffer = new byte[BUFFER];
+
+    /**
+     * Grows up to {@link #BUFFER}: at 200 -> 64 partitions a read task writes 64 streams of a few
+     * kilobytes each, and a full buffer for each was most of what the task allocated.
+     */
+    private byte[] buffer = new byte[4096];
+
     private int used;
 
     SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec) throws IOException {
@@ -295,7 +328,12 @@ final class HdfsFileExchange {
 
     SnapshotWriter(FileSystem fs, Path file, CompressionCodec codec, boolean endMarker)
         throws IOException {
-      this.out = codec.compressedOutputStream(create(fs, file));
+      this(create(fs, file), codec, endMarker);
+    }
+
+    /** A stream of records into {@code raw} (closed with this writer). */
+    SnapshotWriter(OutputStream raw, CompressionCodec codec, boolean endMarker) throws IOException {
+      this.out = codec.compressedOutputStream(raw);
       this.endMarker = endMarker;
     }
 
@@ -358,7 +396,7 @@ final class HdfsFileExchange {
     }
 
     private void putInt(int v) throws IOException {
-      if (used + 4 > buffer.length) {
+      if (used + 4 > buffer.length && !grow(used + 4)) {
         flushBuffer();
       }
       BIG_ENDIAN_INT.set(buffer, used, v);
@@ -366,7 +404,7 @@ final class HdfsFileExchange {
     }
 
     private void put(byte[] data, int offset, int length) throws IOException {
-      if (used + length > buffer.length) {
+      if (used + length > buffer.length && !grow(used + length)) {
         flushBuffer();
         if (length > buffer.length) {
           out.write(data, offset, length);
@@ -375,6 +413,19 @@ final class HdfsFileExchange {
       }
       System.arraycopy(data, offset, buffer, used, length);
       used += length;
+    }
+
+    /** Whether the buffer could grow (up to {@link #BUFFER}) to hold {@code needed} bytes. */
+    private boolean grow(int needed) {
+      if (buffer.length >= BUFFER) {
+        return false;
+      }
+      int size = buffer.length;
+      while (size < needed && size < BUFFER) {
+        size *= 2;
+      }
+      buffer = java.util.Arrays.copyOf(buffer, Math.min(size, BUFFER));
+      return buffer.length >= needed;
     }
 
     private void flushBuffer() throws IOException {
@@ -628,8 +679,15 @@ final class HdfsFileExchange {
     private final long[] rows;
     private final long[] bytes;
 
+    /** In local mode ({@link InMemoryRuns}): each stream's bytes, until the task finishes. */
+    private final String memoryExchange;
+
+    private final java.io.ByteArrayOutputStream[] inMemory;
+
     SnapshotStaging(SplitTask task, FileSystem stagingFs, Path stagingDir, CompressionCodec codec) {
       int newPartitions = task.newPartitions();
+      this.memoryExchange = InMemoryRuns.isOpen(task.exchangeDir()) ? task.exchangeDir() : null;
+      this.inMemory = new java.io.ByteArrayOutputStream[newPartitions];
       this.firstTarget = task.firstTarget();
       this.stagingFs = stagingFs;
       this.stagingDir = stagingDir;
@@ -653,7 +711,12 @@ final class HdfsFileExchange {
         throws IOException {
       if (writers[p] == null) {
         paths[p] = new Path(stagingDir, "to-" + (firstTarget + p) + "-from-" + fileStem);
-        writers[p] = new SnapshotWriter(stagingFs, paths[p], codec, !concatenable(codec));
+        if (memoryExchange != null) {
+          inMemory[p] = new java.io.ByteArrayOutputStream(1024);
+          writers[p] = new SnapshotWriter(inMemory[p], codec, !concatenable(codec));
+        } else {
+          writers[p] = new SnapshotWriter(stagingFs, paths[p], codec, !concatenable(codec));
+        }
       }
       writers[p].append(key, keyOffset, keyLength, value, valueOffset, valueLength);
       rows[p]++;
@@ -667,6 +730,10 @@ final class HdfsFileExchange {
         if (writers[p] != null) {
           writers[p].close();
           writers[p] = null;
+          if (inMemory[p] != null) {
+            staged.add(keepOrWrite(p));
+            continue;
+          }
           staged.add(
               new StateRedistributionJob.StagedFile(
                   firstTarget + p,
@@ -677,6 +744,28 @@ final class HdfsFileExchange {
         }
       }
       return staged;
+    }
+
+    /**
+     * The stream of new partition {@code p}, written in memory: kept there while the exchange's
+     * budget allows, else written to its staged file.
+     */
+    private StateRedistributionJob.StagedFile keepOrWrite(int p) throws IOException {
+      byte[] stream = inMemory[p].toByteArray();
+      inMemory[p] = null;
+      InMemoryRuns.Kept kept = InMemoryRuns.reserve(memoryExchange, stream.length);
+      String path;
+      if (kept != null) {
+        kept.buffer().put(stream);
+        path = kept.path();
+      } else {
+        try (OutputStream out = SnapshotWriter.create(stagingFs, paths[p])) {
+          out.write(stream);
+        }
+        path = stagingFs.makeQualified(paths[p]).toString();
+      }
+      return new StateRedistributionJob.StagedFile(
+          firstTarget + p, path, rows[p], bytes[p], stream.length);
     }
 
     @Override

@@ -70,7 +70,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       if (length != fileBytes) {
         throw new IllegalStateException(
             "The staged file "
-                + new Path(path)
+                + (InMemoryRuns.isMemoryPath(path) ? path : new Path(path))
                 + " holds "
                 + length
                 + " bytes, its read task wrote "
