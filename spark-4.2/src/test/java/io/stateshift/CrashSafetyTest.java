@@ -83,19 +83,7 @@ class CrashSafetyTest {
   @MethodSource("killPoints")
   void killedAtAnyWriteStep(StateStores store, String point) throws Exception {
     StreamRun run = caseFrom(store);
-    int exit =
-        ChildJvm.runCli(
-            tmp.resolve("child.log"),
-            killedAt(point),
-            "repartition",
-            "--checkpoint",
-            checkpoint().toString(),
-            "--partitions",
-            Integer.toString(TO),
-            "--assume-stopped");
-    assertThat(exit)
-        .as("exit code; log: %s", Files.readString(tmp.resolve("child.log")))
-        .isEqualTo(137);
+    repartitionKilledAt(point, TO);
     // No wait: the lock of a holder proven dead is taken over at once (its lease is the default
     // 60 s, so a restart that waited it out or was refused would fail the case).
     restartAndCheck(run, store, FINISHED_BY_RECOVERY.contains(point) ? TO : FROM);
@@ -112,18 +100,7 @@ class CrashSafetyTest {
   @ValueSource(strings = {"staging-task", "staged", "published"})
   void killedWhileSplittingInPlace(String point) throws Exception {
     StreamRun run = caseFrom(StateStores.ROCKSDB);
-    int exit =
-        ChildJvm.runCli(
-            tmp.resolve("child.log"),
-            killedAt(point),
-            "repartition",
-            "--checkpoint",
-            checkpoint().toString(),
-            "--partitions",
-            Integer.toString(2 * FROM),
-            "--assume-stopped");
-    String log = Files.readString(tmp.resolve("child.log"));
-    assertThat(exit).as("exit code; log: %s", log).isEqualTo(137);
+    String log = repartitionKilledAt(point, 2 * FROM);
     if (!point.equals("staging-task")) {
       assertThat(log).contains("splitting state partitions: " + FROM + "/" + FROM);
     }
@@ -312,6 +289,26 @@ class CrashSafetyTest {
     System.err.printf(
         "CrashSafetyTest passed (%s s): %s%n",
         (System.currentTimeMillis() - caseStarted) / 1000, testCase);
+  }
+
+  /**
+   * Runs {@code ./stateshift repartition} of the case's checkpoint to {@code partitions} in a child
+   * JVM killed at {@code point}; returns its log.
+   */
+  private String repartitionKilledAt(String point, int partitions) throws Exception {
+    int exit =
+        ChildJvm.runCli(
+            tmp.resolve("child.log"),
+            killedAt(point),
+            "repartition",
+            "--checkpoint",
+            checkpoint().toString(),
+            "--partitions",
+            Integer.toString(partitions),
+            "--assume-stopped");
+    String log = Files.readString(tmp.resolve("child.log"));
+    assertThat(exit).as("exit code; log: %s", log).isEqualTo(137);
+    return log;
   }
 
   private static List<String> killedAt(String point) {

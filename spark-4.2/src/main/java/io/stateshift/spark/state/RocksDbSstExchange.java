@@ -183,16 +183,7 @@ final class RocksDbSstExchange {
           List.of(),
           written);
     } catch (RocksDBException e) {
-      throw new IllegalStateException(
-          "Cannot split old partition "
-              + oldPartition
-              + " of store "
-              + spec.storeName()
-              + " into its "
-              + ways
-              + " new partitions: "
-              + e.getMessage(),
-          e);
+      throw splitFailed(spec, oldPartition, " into its " + ways + " new partitions", e);
     } finally {
       for (File file : files) {
         if (file != null) {
@@ -200,6 +191,19 @@ final class RocksDbSstExchange {
         }
       }
     }
+  }
+
+  private static IllegalStateException splitFailed(
+      StoreSpec spec, int oldPartition, String into, RocksDBException e) {
+    return new IllegalStateException(
+        "Cannot split old partition "
+            + oldPartition
+            + " of store "
+            + spec.storeName()
+            + into
+            + ": "
+            + e.getMessage(),
+        e);
   }
 
   /**
@@ -281,14 +285,7 @@ final class RocksDbSstExchange {
       }
       timer.lap("stage");
     } catch (RocksDBException e) {
-      throw new IllegalStateException(
-          "Cannot split old partition "
-              + oldPartition
-              + " of store "
-              + spec.storeName()
-              + ": "
-              + e.getMessage(),
-          e);
+      throw splitFailed(spec, oldPartition, "", e);
     } catch (IOException e) {
       throw new UncheckedIOException(
           "Cannot stage the split of old partition "
