@@ -281,10 +281,7 @@ final class HdfsFileExchange {
       for (StateRedistributionJob.StagedFile file : files) {
         Path staged = new Path(file.path());
         long fileRows = 0;
-        try (DataInputStream in =
-            new DataInputStream(
-                new java.io.BufferedInputStream(
-                    codec.compressedInputStream(openStaged(file, hadoopConf)), BUFFER))) {
+        try (DataInputStream in = decoded(openStaged(file, hadoopConf), codec)) {
           byte[][] entry = new byte[2][];
           while (readEntry(in, staged, entry)) {
             out.append(entry[0], 0, entry[0].length, entry[1], 0, entry[1].length);
@@ -512,10 +509,10 @@ final class HdfsFileExchange {
     return out.toArray(new FileStatus[0]);
   }
 
-  private static DataInputStream open(FileSystem fs, Path file, CompressionCodec codec)
+  /** The records of a compressed stream, decoded through a buffer. */
+  private static DataInputStream decoded(InputStream raw, CompressionCodec codec)
       throws IOException {
-    return new DataInputStream(
-        new BufferedInputStream(codec.compressedInputStream(fs.open(file)), BUFFER));
+    return new DataInputStream(new BufferedInputStream(codec.compressedInputStream(raw), BUFFER));
   }
 
   /** A state file's decoder over its opened stream; one that cannot start is damage. */

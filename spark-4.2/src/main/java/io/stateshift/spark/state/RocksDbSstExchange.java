@@ -82,6 +82,12 @@ final class RocksDbSstExchange {
     return split(task, RocksDbInternals.nativeDb(db), db.rocksDbOptions(), db.localRootDir());
   }
 
+  /** The native database under a loaded RocksDB read store. */
+  static org.rocksdb.RocksDB nativeDb(ReadStateStore store) {
+    return RocksDbInternals.nativeDb(
+        ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance());
+  }
+
   /** The same, from a snapshot opened read-only, with the task's shared options. */
   static ReadOutcome split(SplitTask task, RocksDbSnapshotReader snapshot, RocksDbTaskScope scope) {
     return split(task, snapshot.db(), scope.options(), scope.localRootDir());

@@ -886,6 +886,19 @@ final class StateRedistributionJob implements Redistribution, Serializable {
               });
     }
 
+    /** {@link RocksDbSstExchange#splitToMultiple} of one old partition, read from {@code db}. */
+    private ReadOutcome splitToMultiple(
+        SplitTask split, org.rocksdb.RocksDB db, RocksDbTaskScope scope) {
+      return RocksDbSstExchange.splitToMultiple(
+          split,
+          db,
+          scope,
+          oldPartitions,
+          stagingRoot + "/state",
+          writeBatchId + 1,
+          stores.size() * newPartitions - 1);
+    }
+
     @Override
     boolean rocksDbScope() {
       return true;
@@ -920,14 +933,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                       + (checkpointId.isDefined() ? "_" + checkpointId.get() : "")
                       + ".zip";
               if (splitInPlace) {
-                return RocksDbSstExchange.splitToMultiple(
-                    split.withSource(zip),
-                    snapshot.db(),
-                    scope,
-                    oldPartitions,
-                    stagingRoot + "/state",
-                    writeBatchId + 1,
-                    stores.size() * newPartitions - 1);
+                return splitToMultiple(split.withSource(zip), snapshot.db(), scope);
               }
               return RocksDbSstExchange.split(split.withSource(zip), snapshot, scope);
             }
@@ -960,18 +966,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           timer.lap("load");
           try {
             if (splitInPlace) {
-              return RocksDbSstExchange.splitToMultiple(
-                  split,
-                  RocksDbInternals.nativeDb(
-                      ((org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider
-                                  .RocksDBStateStore)
-                              store)
-                          .dbInstance()),
-                  scope,
-                  oldPartitions,
-                  stagingRoot + "/state",
-                  writeBatchId + 1,
-                  stores.size() * newPartitions - 1);
+              return splitToMultiple(split, RocksDbSstExchange.nativeDb(store), scope);
             }
             return RocksDbSstExchange.split(split, store);
           } finally {
