@@ -26,6 +26,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.StateStore$;
+import org.apache.spark.sql.streaming.StreamingQuery;
 
 /**
  * Side-by-side benchmark of state repartitioning, on fresh copies of the same checkpoint:
@@ -474,7 +475,8 @@ public final class RepartitionBenchmark {
     Dirs.delete(cp);
     unloadStateStores();
     long t = System.nanoTime();
-    int batches = Workload.runQuery(spark, shape, provider, input, cp, partitions);
+    int batches =
+        Workload.runQuery(spark, shape, provider, input, cp, partitions).recentProgress().length;
     long millis = (System.nanoTime() - t) / 1_000_000;
     unloadStateStores();
     log(
@@ -797,7 +799,8 @@ public final class RepartitionBenchmark {
     prepare();
     try (HeapSampler heap = HeapSampler.start()) {
       long t = System.nanoTime();
-      int batches = Workload.runQuery(spark, shape, provider, input, cp, c.to);
+      int batches =
+          Workload.runQuery(spark, shape, provider, input, cp, c.to).recentProgress().length;
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
       run.check.put("batches", batches);
@@ -844,15 +847,24 @@ public final class RepartitionBenchmark {
         spark.conf().set(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(c.to));
       }
       long t = System.nanoTime();
-      int batches;
+      StreamingQuery query;
       try {
-        batches = Workload.runQuery(spark, shape, provider, input, copy, c.from);
+        query = Workload.runQuery(spark, shape, provider, input, copy, c.from);
       } catch (RuntimeException e) {
         throw refusalIn(e);
       }
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
-      run.check.put("batches", batches);
+      run.check.put("batches", query.recentProgress().length);
+      if (onDemand) {
+        // the repartition's own phases, and the rest of the restart around them
+        StateShiftExtensions.lastRepartition(query.id())
+            .ifPresent(
+                result -> {
+                  run.phases = new LinkedHashMap<>(result.phaseMillis());
+                  run.phases.put("query", run.millis - result.totalMillis());
+                });
+      }
     } finally {
       spark.conf().unset(StateShiftExtensions.STATE_PARTITIONS);
       unloadStateStores();

@@ -144,16 +144,21 @@ final class Report {
             + "listener: wall s x tasks (summed task CPU s). Live heap = highest heap left after a GC "
             + "during the run.\n\n");
     List<String> h2 =
-        List.of(
-            "shape",
-            "provider",
-            "keys",
-            "from->to",
-            "stateshift phases s",
-            "stateshift stages",
-            "stateshift live heap MB",
-            "built-in stages",
-            "built-in live heap MB");
+        new ArrayList<>(
+            List.of(
+                "shape",
+                "provider",
+                "keys",
+                "from->to",
+                "stateshift phases s",
+                "stateshift stages",
+                "stateshift live heap MB",
+                "built-in stages",
+                "built-in live heap MB"));
+    if (onDemand) {
+      // query = the restart's time outside the repartition (start, checks, stop)
+      h2.add("on-demand phases s");
+    }
     row(out, h2);
     row(out, h2.stream().map(h -> "---").toList());
     for (Results.Case c : cases) {
@@ -161,26 +166,23 @@ final class Report {
       Results.Method bi = c.methods.get(Results.BUILTIN);
       Results.Run ssRun = ss == null ? null : ss.fastest();
       Results.Run biRun = bi == null ? null : bi.fastest();
-      String phases =
-          ssRun == null
-              ? "n/a"
-              : String.join(
-                  " ",
-                  ssRun.phases.entrySet().stream()
-                      .map(e -> e.getKey() + "=" + secs(e.getValue()))
-                      .toList());
-      row(
-          out,
-          List.of(
-              c.shape,
-              c.providerLabel(),
-              String.format(Locale.ROOT, "%,d", c.keys),
-              c.from + "->" + c.to,
-              phases,
-              stages(ssRun),
-              ssRun == null ? "n/a" : mb(ssRun.heapPeakAfterGcBytes),
-              stages(biRun),
-              biRun == null ? "n/a" : mb(biRun.heapPeakAfterGcBytes)));
+      List<String> cells =
+          new ArrayList<>(
+              List.of(
+                  c.shape,
+                  c.providerLabel(),
+                  String.format(Locale.ROOT, "%,d", c.keys),
+                  c.from + "->" + c.to,
+                  phases(ssRun),
+                  stages(ssRun),
+                  ssRun == null ? "n/a" : mb(ssRun.heapPeakAfterGcBytes),
+                  stages(biRun),
+                  biRun == null ? "n/a" : mb(biRun.heapPeakAfterGcBytes)));
+      if (onDemand) {
+        Results.Method od = c.methods.get(Results.ONDEMAND);
+        cells.add(phases(od == null ? null : od.fastest()));
+      }
+      row(out, cells);
     }
     return out.toString();
   }
@@ -218,6 +220,15 @@ final class Report {
   private static String heap(Results.Case c, String method) {
     Results.Method m = c.methods.get(method);
     return m == null || m.runs.isEmpty() ? "n/a" : Long.toString(m.maxPeakHeap() >> 20);
+  }
+
+  private static String phases(Results.Run run) {
+    if (run == null || run.phases.isEmpty()) {
+      return "n/a";
+    }
+    return String.join(
+        " ",
+        run.phases.entrySet().stream().map(e -> e.getKey() + "=" + secs(e.getValue())).toList());
   }
 
   private static String stages(Results.Run run) {

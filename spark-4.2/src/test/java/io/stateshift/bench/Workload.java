@@ -256,7 +256,7 @@ final class Workload {
    * {@code checkpoint} with {@code partitions} state partitions and a no-op sink; returns the
    * number of batches run.
    */
-  static int runQuery(
+  static StreamingQuery runQuery(
       SparkSession spark,
       Shape shape,
       Provider provider,
@@ -282,7 +282,7 @@ final class Workload {
               .trigger(Trigger.AvailableNow())
               .start();
       query.awaitTermination();
-      return query.recentProgress().length;
+      return query;
     } catch (StreamingQueryException | TimeoutException e) {
       throw new IllegalStateException("query " + shape.label + " on " + checkpoint + " failed", e);
     }
