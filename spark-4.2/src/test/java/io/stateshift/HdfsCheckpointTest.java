@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.estimate.CostModel;
 import io.stateshift.protocol.CheckpointLock;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
@@ -68,6 +69,9 @@ class HdfsCheckpointTest {
     RepartitionResult up =
         StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute();
     assertThat(up.plan().checkpoint()).startsWith("hdfs://");
+    // the cost model prices the files as this storage's
+    assertThat(up.plan().estimate().orElseThrow().job().storage())
+        .isEqualTo(CostModel.Storage.HDFS);
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, up.batchId(), 6);
     run.writeEvents(2, 300, 30);
     run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(4));

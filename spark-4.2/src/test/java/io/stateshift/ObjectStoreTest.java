@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.estimate.CostModel;
 import io.stateshift.protocol.CheckpointLock;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.S3Server;
@@ -68,6 +69,9 @@ class ObjectStoreTest {
     RepartitionResult up =
         StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute();
     assertThat(up.plan().checkpoint()).startsWith("s3a://");
+    // the cost model prices the files as this storage's
+    assertThat(up.plan().estimate().orElseThrow().job().storage())
+        .isEqualTo(CostModel.Storage.OBJECT_STORE);
     assertThat(up.stores()).allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, up.batchId(), 6);
     run.writeEvents(2, 300, 30);

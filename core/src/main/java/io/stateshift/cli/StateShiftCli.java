@@ -19,6 +19,7 @@ import io.stateshift.estimate.CostEstimate;
 import io.stateshift.estimate.CostModel;
 import java.io.PrintStream;
 import java.util.List;
+import java.util.Locale;
 import java.util.function.Function;
 import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
@@ -363,6 +364,7 @@ public final class StateShiftCli {
     work.put("filesWritten", job.filesWritten());
     work.put("replayBytes", job.replayBytes());
     work.put("objectStore", job.objectStore());
+    work.put("storage", job.storage().name().toLowerCase(Locale.ROOT));
   }
 
   private Outcome rollback(SparkSession spark, Invocation args) {

@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -15,15 +16,17 @@ import java.util.Set;
  *
  * <pre>
  * seconds = fixed + requests x perRequest
- *         + (old stores x perOldStore + files read x perFile + bytes x perByte
+ *         + (old stores x perOldStore + files read x (perFile + perHdfsFile) + bytes x perByte
  *            + changelog bytes replayed x perReplayedByte) / read slots
- *         + (new stores x perNewStore + files written x perFile + bytes x perByte) / write slots
+ *         + (new stores x perNewStore + files written x (perFile + perHdfsFile)
+ *            + bytes x perByte) / write slots
  * </pre>
  *
- * The read stage runs a task per old partition and the write stage one per new partition, so each
+ * The read stage splits the old partitions and the write stage the new ones among tasks, so each
  * side runs on {@code min(task slots, its partitions)} slots. Requests (on object stores only) cost
  * what they added to a measured run on an S3 server, with that run's overlap of the driver's and
- * the tasks' requests.
+ * the tasks' requests; perHdfsFile (on HDFS only) is what a file's NameNode calls and DataNode
+ * pipeline added to measured runs on a MiniDFSCluster.
  *
  * @param coefficients seconds per unit of each {@link Term}
  * @param requestsPerFile object-store requests per state file, by the provider that reads the state
@@ -41,8 +44,28 @@ public record CostModel(
 
   static final int HDFS_FILES_PER_NEW_STORE = 1;
 
-  private static final Set<String> OBJECT_STORES =
-      Set.of("s3a", "s3", "s3n", "abfs", "abfss", "wasb", "wasbs", "gs", "oss", "cos");
+  /** Where a checkpoint lives, as far as the cost of its files goes. */
+  public enum Storage {
+    /** A local or mounted file system: no term of its own. */
+    LOCAL,
+    /** HDFS: NameNode calls and a DataNode pipeline per file. */
+    HDFS,
+    /** An object store (S3, ABFS, GCS): requests per file. */
+    OBJECT_STORE;
+
+    private static final Set<String> OBJECT_STORES =
+        Set.of("s3a", "s3", "s3n", "abfs", "abfss", "wasb", "wasbs", "gs", "oss", "cos");
+    private static final Set<String> HDFS_SCHEMES = Set.of("hdfs", "viewfs", "webhdfs", "swebhdfs");
+
+    /** The storage of a checkpoint location, by its scheme. */
+    public static Storage of(String location) {
+      int colon = location.indexOf(':');
+      String scheme = colon > 0 ? location.substring(0, colon).toLowerCase(Locale.ROOT) : "";
+      return OBJECT_STORES.contains(scheme)
+          ? OBJECT_STORE
+          : HDFS_SCHEMES.contains(scheme) ? HDFS : LOCAL;
+    }
+  }
 
   /** The model's terms, each with its coefficient's key in the resource file. */
   public enum Term {
@@ -54,7 +77,10 @@ public record CostModel(
     REQUESTS("requests", "seconds per object-store request, as overlapped in the measured run"),
     REPLAY_BYTES(
         "replayBytes",
-        "seconds per byte of RocksDB changelog replayed on top of a snapshot, per task slot");
+        "seconds per byte of RocksDB changelog replayed on top of a snapshot, per task slot"),
+    HDFS_FILES(
+        "hdfsFiles",
+        "seconds per state file read or written on HDFS, on top of files, per task slot");
 
     public final String key;
     public final String unit;
@@ -73,7 +99,7 @@ public record CostModel(
    * @param stateFiles files of the state as listed
    * @param readsRocksDb the state is in RocksDB (else the HDFS-backed store)
    * @param writesRocksDb the new state is written for RocksDB
-   * @param objectStore the checkpoint is on an object store (S3, ABFS, GCS)
+   * @param storage where the checkpoint is: local disk, HDFS or an object store
    * @param replayBytes bytes of RocksDB changelog files the read side replays (the versions after
    *     each partition's newest snapshot, {@link io.stateshift.checkpoint.StateSize#replayBytes})
    */
@@ -85,7 +111,7 @@ public record CostModel(
       long stateFiles,
       boolean readsRocksDb,
       boolean writesRocksDb,
-      boolean objectStore,
+      Storage storage,
       long replayBytes) {
 
     public long oldStores() {
@@ -100,10 +126,8 @@ public record CostModel(
       return newStores() * (writesRocksDb ? ROCKSDB_FILES_PER_NEW_STORE : HDFS_FILES_PER_NEW_STORE);
     }
 
-    /** Whether a checkpoint location's scheme is an object store's. */
-    public static boolean onObjectStore(String location) {
-      int colon = location.indexOf(':');
-      return colon > 0 && OBJECT_STORES.contains(location.substring(0, colon).toLowerCase());
+    public boolean objectStore() {
+      return storage == Storage.OBJECT_STORE;
     }
   }
 
@@ -158,6 +182,11 @@ public record CostModel(
     q.put(Term.BYTES, job.stateBytes() / readSlots + job.stateBytes() / writeSlots);
     q.put(Term.REQUESTS, requests);
     q.put(Term.REPLAY_BYTES, job.replayBytes() / readSlots);
+    q.put(
+        Term.HDFS_FILES,
+        job.storage() == Storage.HDFS
+            ? job.stateFiles() / readSlots + job.filesWritten() / writeSlots
+            : 0);
     return q;
   }
 

@@ -552,7 +552,7 @@ public final class RepartitionRunner {
             layout.size().files(),
             layout.rocksDb(),
             writeProvider.equals(StateLayout.ROCKSDB_PROVIDER),
-            CostModel.Job.onObjectStore(files.root().toString()),
+            CostModel.Storage.of(files.root().toString()),
             layout.size().replayBytes());
     return CostModel.standard().estimate(job, TaskSlots.of(spark));
   }

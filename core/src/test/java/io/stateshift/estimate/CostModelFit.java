@@ -27,10 +27,11 @@ import org.apache.spark.SparkConf;
  * -->}. Run by {@code bench/fit}.
  *
  * <p>The fit is least squares on the relative error (a 2 s run counts as much as a 40 s one), every
- * coefficient at least 0, on the runs on the local disk and on the loopback S3 server ({@code
- * bench/run --fs s3}, the only runs with object-store requests); the runs with the checkpoint on
- * HDFS or on the standalone cluster are checked, not fitted. A term no fitted run exercises
- * (requests, without S3 runs) keeps its coefficient as the coefficients file has it.
+ * coefficient at least 0, on the runs in local mode: on the local disk, on the loopback S3 server
+ * ({@code bench/run --fs s3}, the only runs with object-store requests) and on a MiniDFSCluster
+ * ({@code --fs hdfs}, the only runs with HDFS's per-file cost). The runs on the standalone cluster
+ * are checked, not fitted. A term no fitted run exercises (requests, without S3 runs) keeps its
+ * coefficient as the coefficients file has it.
  *
  * <p>Usage: {@code CostModelFit <results dir> <markdown file> <coefficients file>}.
  */
@@ -45,10 +46,9 @@ public final class CostModelFit {
 
   private CostModelFit() {}
 
-  /** One measured run: stateshift's median time on one case of one results file. */
   /**
-   * One stateshift run. {@code fs}: where its checkpoint was, {@code local}, {@code hdfs} or {@code
-   * s3} ({@code bench/run --fs}).
+   * One measured run: stateshift's median time on one case of one results file. {@code fs}: where
+   * its checkpoint was, {@code local}, {@code hdfs} or {@code s3} ({@code bench/run --fs}).
    */
   record Point(
       String file,
@@ -59,12 +59,9 @@ public final class CostModelFit {
       Job job,
       double seconds,
       String fs) {
-    /**
-     * Whether the fit uses it: a run in local mode on the local disk or the loopback S3 server
-     * (runs on HDFS or on the standalone cluster only check the model).
-     */
+    /** Whether the fit uses it: a run in local mode (the standalone cluster's only check it). */
     boolean fitted() {
-      return master.startsWith("local") && (fs.equals("local") || fs.equals("s3"));
+      return master.startsWith("local");
     }
   }
 
@@ -80,9 +77,7 @@ public final class CostModelFit {
     if (points.isEmpty()) {
       throw new IllegalStateException("no stateshift runs in " + results);
     }
-    // Fitted on the local-mode runs on the local disk and the loopback S3 server (the only ones
-    // with requests); the runs on HDFS (no term for its round trips yet) and on the standalone
-    // cluster only check the model.
+    // Fitted on the local-mode runs; the runs on the standalone cluster only check the model.
     List<Point> fitted = points.stream().filter(Point::fitted).toList();
     CostModel model = fit(CostModel.of(current), fitted, fittedOn(fitted));
     Files.writeString(coefficientsFile, properties(model, points));
@@ -139,7 +134,11 @@ public final class CostModelFit {
                 c.path("stateFiles").asLong() / 2,
                 rocksDb,
                 rocksDb,
-                fs.equals("s3"),
+                switch (fs) {
+                  case "s3" -> CostModel.Storage.OBJECT_STORE;
+                  case "hdfs" -> CostModel.Storage.HDFS;
+                  default -> CostModel.Storage.LOCAL;
+                },
                 replayBytes);
         String label =
             String.format(
@@ -208,11 +207,13 @@ public final class CostModelFit {
     TreeSet<String> masters = new TreeSet<>();
     points.forEach(p -> masters.add(p.master()));
     long onS3 = points.stream().filter(p -> p.fs().equals("s3")).count();
+    long onHdfs = points.stream().filter(p -> p.fs().equals("hdfs")).count();
     return points.size()
         + " benchmark runs, "
         + (onS3 > 0
             ? onS3 + " of them with the checkpoint on the loopback S3 server"
             : "on local disk; object-store requests from three loopback S3 runs")
+        + (onHdfs > 0 ? ", " + onHdfs + " on a MiniDFSCluster" : "")
         + ", "
         + String.join(", ", masters)
         + "; requests per state file from three loopback S3 runs";
@@ -227,7 +228,8 @@ public final class CostModelFit {
         .forEach(f -> out.append("#   bench/results/").append(f).append(".json\n"));
     out.append(
         "# seconds.requests is fitted on the runs with the checkpoint on the loopback S3\n"
-            + "# server (bench/run --fs s3); without such runs bench/fit keeps it as it stands.\n"
+            + "# server (bench/run --fs s3), seconds.hdfsFiles on those on a MiniDFSCluster\n"
+            + "# (--fs hdfs); without such runs bench/fit keeps them as they stand.\n"
             + "# Not fitted, kept by bench/fit as they stand here: requestsPerFile.*, from\n"
             + "# S3RequestCostTest's runs on the loopback S3 server (docs/object-stores-and-\n"
             + "# clusters.md, \"Requests on S3\"): requests / state files, over three runs.\n");
@@ -282,9 +284,13 @@ public final class CostModelFit {
                         t.key,
                         v,
                         t.unit,
-                        t == Term.REQUESTS
-                            ? "; fitted on the runs with the checkpoint on the loopback S3 server"
-                            : "")));
+                        switch (t) {
+                          case REQUESTS ->
+                              "; fitted on the runs with the checkpoint on the loopback S3 server";
+                          case HDFS_FILES ->
+                              "; fitted on the runs with the checkpoint on a MiniDFSCluster";
+                          default -> "";
+                        })));
     s.append(
         String.format(
             Locale.ROOT,
@@ -303,9 +309,8 @@ public final class CostModelFit {
     s.append(
         String.format(
             Locale.ROOT,
-            "%nThe check against every measured run, the runs with the checkpoint on HDFS"
-                + " (`bench/run --fs hdfs`) and on the standalone cluster (`--master standalone`)"
-                + " included, which the fit does not use (stateshift's"
+            "%nThe check against every measured run, the runs on the standalone cluster"
+                + " (`--master standalone`) included, which the fit does not use (stateshift's"
                 + " median; state files as the"
                 + " validation lists them, half the benchmark's count, which includes the `.crc`"
                 + " files): median error %.0f%%, largest %.0f%%, %d of %d within 25%%.%n%n",
@@ -341,20 +346,22 @@ public final class CostModelFit {
                 + "deduplication; a join has 4), 4 cores per executor, state as the measured "
                 + "windowed counts have it: %.0f-%.0f bytes per key (100 GB is about %.0f billion "
                 + "keys), %.0f files per store as listed plus one per %d MiB of the store (RocksDB's "
-                + "SST target size), all of it in snapshots (no changelog to replay). Local disk or "
-                + "HDFS: no request term (the measured RocksDB runs on HDFS took about twice the "
-                + "prediction); S3: the request term with the loopback S3 runs' coefficient (their "
-                + "overlap: 2 task slots of 4 stores, 16 driver threads; a real object store's "
-                + "requests are slower, so this is a floor). Not measured anywhere near this size: "
-                + "extrapolations, in seconds.%n%n",
+                + "SST target size), all of it in snapshots (no changelog to replay). HDFS: the "
+                + "per-file term fitted on a MiniDFSCluster on loopback (a NameNode and a "
+                + "DataNode in one JVM; a real cluster's round trips are longer). S3: the request "
+                + "term with the loopback S3 runs' coefficient (their overlap: 2 task slots of 4 "
+                + "stores, 16 driver threads; a real object store's requests are slower, so this "
+                + "is a floor). Not measured anywhere near this size: extrapolations, in "
+                + "seconds.%n%n",
             bytesPerRow[0],
             bytesPerRow[bytesPerRow.length - 1],
             100e9 / median(bytesPerRow) / 1e9,
             filesPerStore,
             SST_FILE_BYTES >> 20));
     s.append(
-        "| state | from->to | 10 executors (40 slots) | 100 executors (400 slots) | "
-            + "10 executors, S3 | 100 executors, S3 |\n|---|---|---|---|---|---|\n");
+        "| state | from->to | local disk, 10 executors (40 slots) | local disk, 100 executors "
+            + "(400 slots) | HDFS, 10 executors | HDFS, 100 executors | S3, 10 executors | "
+            + "S3, 100 executors |\n|---|---|---|---|---|---|---|---|\n");
     Map<String, Long> sizes = new LinkedHashMap<>();
     sizes.put("100 GB", 100_000_000_000L);
     sizes.put("1 TB", 1_000_000_000_000L);
@@ -363,19 +370,14 @@ public final class CostModelFit {
         for (int to : new int[] {from / 2, from * 2}) {
           long bytes = size.getValue();
           long files = Math.round(from * (filesPerStore + (double) bytes / from / SST_FILE_BYTES));
-          Job local = new Job(from, to, 1, bytes, files, true, true, false, 0);
-          Job s3 = new Job(from, to, 1, bytes, files, true, true, true, 0);
-          s.append(
-              String.format(
-                  Locale.ROOT,
-                  "| %s | %,d->%,d | %s | %s | %s | %s |%n",
-                  size.getKey(),
-                  from,
-                  to,
-                  CostEstimate.duration(model.seconds(local, 40)),
-                  CostEstimate.duration(model.seconds(local, 400)),
-                  CostEstimate.duration(model.seconds(s3, 40)),
-                  CostEstimate.duration(model.seconds(s3, 400))));
+          s.append(String.format(Locale.ROOT, "| %s | %,d->%,d |", size.getKey(), from, to));
+          for (CostModel.Storage storage : CostModel.Storage.values()) {
+            Job job = new Job(from, to, 1, bytes, files, true, true, storage, 0);
+            for (int slots : new int[] {40, 400}) {
+              s.append(' ').append(CostEstimate.duration(model.seconds(job, slots))).append(" |");
+            }
+          }
+          s.append('\n');
         }
       }
     }

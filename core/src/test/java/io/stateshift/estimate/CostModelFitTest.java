@@ -12,8 +12,12 @@ import org.assertj.core.data.Percentage;
 import org.junit.jupiter.api.Test;
 
 class CostModelFitTest {
-  /** Known coefficients; the request term is left to the prior (the points are on local disk). */
-  private static final CostModel TRUTH = CostModelTest.model(0.8, 0.05, 0.12, 0.003, 6e-9, 0.02);
+  /**
+   * Known coefficients; the request term is left to the prior (the points are on local disk or
+   * HDFS, none on an object store).
+   */
+  private static final CostModel TRUTH =
+      CostModelTest.model(0.8, 0.05, 0.12, 0.003, 6e-9, 0.02, 0, 0.004);
 
   /** Runs of varied shapes whose times the known model gives exactly. */
   private static List<Point> points(CostModel truth, long seed) {
@@ -27,10 +31,28 @@ class CostModelFitTest {
       long bytes = 1_000_000L + random.nextInt(400_000_000);
       long files = (long) d[0] * stores * (4 + random.nextInt(12));
       int slots = 1 + random.nextInt(8);
-      Job job = new Job(d[0], d[1], stores, bytes, files, rocksDb, rocksDb, false, 0);
+      boolean onHdfs = i % 4 == 3;
+      Job job =
+          new Job(
+              d[0],
+              d[1],
+              stores,
+              bytes,
+              files,
+              rocksDb,
+              rocksDb,
+              onHdfs ? CostModel.Storage.HDFS : CostModel.Storage.LOCAL,
+              0);
       points.add(
           new Point(
-              "f" + i, "case " + i, "local", slots, 1, job, truth.seconds(job, slots), "local"));
+              "f" + i,
+              "case " + i,
+              "local",
+              slots,
+              1,
+              job,
+              truth.seconds(job, slots),
+              onHdfs ? "hdfs" : "local"));
     }
     return points;
   }

@@ -1,8 +1,12 @@
 package io.stateshift.estimate;
 
+import static io.stateshift.estimate.CostModel.Storage.HDFS;
+import static io.stateshift.estimate.CostModel.Storage.LOCAL;
+import static io.stateshift.estimate.CostModel.Storage.OBJECT_STORE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.estimate.CostModel.Job;
+import io.stateshift.estimate.CostModel.Storage;
 import io.stateshift.estimate.CostModel.Term;
 import java.util.EnumMap;
 import java.util.Map;
@@ -20,13 +24,13 @@ class CostModelTest {
     return new CostModel(c, Map.of("rocksdb", 18.0, "hdfs", 23.0), "test points");
   }
 
-  static Job job(int from, int to, long bytes, long files, boolean objectStore) {
-    return new Job(from, to, 1, bytes, files, true, true, objectStore, 0);
+  static Job job(int from, int to, long bytes, long files, Storage storage) {
+    return new Job(from, to, 1, bytes, files, true, true, storage, 0);
   }
 
   @Test
   void theTermsAddUpToTheEstimateAndTheShippedModelLoads() {
-    CostEstimate e = MODEL.estimate(job(200, 64, 5_000_000_000L, 1_600, false), slots(40));
+    CostEstimate e = MODEL.estimate(job(200, 64, 5_000_000_000L, 1_600, LOCAL), slots(40));
     assertThat(e.termSeconds().values().stream().mapToDouble(Double::doubleValue).sum())
         .isCloseTo(e.seconds(), org.assertj.core.data.Offset.offset(1e-9));
     // by hand: 0.5 + (200 x 0.07 + 1,600 x 0.002 + 5e9 x 8e-9) / 40 + (64 x 0.1 + 128 x 0.002
@@ -42,22 +46,23 @@ class CostModelTest {
 
   @Test
   void theEstimateGrowsWithBytesAndStoresAndShrinksWithSlots() {
-    double base = MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 8);
-    assertThat(MODEL.seconds(job(200, 400, 4_000_000_000L, 1_600, false), 8)).isGreaterThan(base);
-    assertThat(MODEL.seconds(job(400, 400, 1_000_000_000L, 1_600, false), 8)).isGreaterThan(base);
-    assertThat(MODEL.seconds(job(200, 800, 1_000_000_000L, 1_600, false), 8)).isGreaterThan(base);
-    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, true), 8)).isGreaterThan(base);
-    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 64)).isLessThan(base);
+    double base = MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, LOCAL), 8);
+    assertThat(MODEL.seconds(job(200, 400, 4_000_000_000L, 1_600, LOCAL), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(400, 400, 1_000_000_000L, 1_600, LOCAL), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(200, 800, 1_000_000_000L, 1_600, LOCAL), 8)).isGreaterThan(base);
+    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, OBJECT_STORE), 8))
+        .isGreaterThan(base);
+    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, LOCAL), 64)).isLessThan(base);
     // a stage has no more tasks than partitions: slots beyond both counts change nothing
-    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 400))
-        .isEqualTo(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, false), 4_000));
+    assertThat(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, LOCAL), 400))
+        .isEqualTo(MODEL.seconds(job(200, 400, 1_000_000_000L, 1_600, LOCAL), 4_000));
   }
 
   @Test
   void changelogBytesToReplayCostTheirOwnTermOnTheReadSlots() {
     CostModel model = model(0.5, 0.07, 0.1, 0.002, 8e-9, 0.03, 6e-8);
-    Job snapshotOnly = new Job(200, 64, 1, 1_000_000_000L, 1_600, true, true, false, 0);
-    Job withChangelog = new Job(200, 64, 1, 1_000_000_000L, 1_600, true, true, false, 500_000_000L);
+    Job snapshotOnly = new Job(200, 64, 1, 1_000_000_000L, 1_600, true, true, LOCAL, 0);
+    Job withChangelog = new Job(200, 64, 1, 1_000_000_000L, 1_600, true, true, LOCAL, 500_000_000L);
     CostEstimate e = model.estimate(withChangelog, slots(40));
     assertThat(e.termSeconds().get(Term.REPLAY_BYTES)).isCloseTo(5e8 * 6e-8 / 40, within());
     assertThat(model.estimate(snapshotOnly, slots(40)).termSeconds().get(Term.REPLAY_BYTES))
@@ -66,16 +71,26 @@ class CostModelTest {
   }
 
   @Test
-  void onlyObjectStoresPayForRequests() {
-    assertThat(Job.onObjectStore("s3a://bucket/cp")).isTrue();
-    assertThat(Job.onObjectStore("abfss://c@a.dfs.core.windows.net/cp")).isTrue();
-    assertThat(Job.onObjectStore("gs://bucket/cp")).isTrue();
-    assertThat(Job.onObjectStore("hdfs://nn:8020/cp")).isFalse();
-    assertThat(Job.onObjectStore("file:/tmp/cp")).isFalse();
-    CostEstimate local = MODEL.estimate(job(8, 16, 1_000, 100, false), slots(2));
-    CostEstimate s3 = MODEL.estimate(job(8, 16, 1_000, 100, true), slots(2));
+  void onlyObjectStoresPayForRequestsAndOnlyHdfsForItsFiles() {
+    assertThat(Storage.of("s3a://bucket/cp")).isEqualTo(OBJECT_STORE);
+    assertThat(Storage.of("abfss://c@a.dfs.core.windows.net/cp")).isEqualTo(OBJECT_STORE);
+    assertThat(Storage.of("gs://bucket/cp")).isEqualTo(OBJECT_STORE);
+    assertThat(Storage.of("hdfs://nn:8020/cp")).isEqualTo(HDFS);
+    assertThat(Storage.of("viewfs://cluster/cp")).isEqualTo(HDFS);
+    assertThat(Storage.of("file:/tmp/cp")).isEqualTo(LOCAL);
+    assertThat(Storage.of("/tmp/cp")).isEqualTo(LOCAL);
+    CostModel model = model(0.5, 0.07, 0.1, 0.002, 8e-9, 0.03, 6e-8, 0.004);
+    CostEstimate local = model.estimate(job(8, 16, 1_000, 100, LOCAL), slots(2));
+    CostEstimate s3 = model.estimate(job(8, 16, 1_000, 100, OBJECT_STORE), slots(2));
+    CostEstimate hdfs = model.estimate(job(8, 16, 1_000, 100, HDFS), slots(2));
     assertThat(local.termSeconds().get(Term.REQUESTS)).isZero();
+    assertThat(local.termSeconds().get(Term.HDFS_FILES)).isZero();
     assertThat(s3.termSeconds().get(Term.REQUESTS)).isCloseTo(100 * 18 * 0.03, within());
+    assertThat(s3.termSeconds().get(Term.HDFS_FILES)).isZero();
+    assertThat(hdfs.termSeconds().get(Term.REQUESTS)).isZero();
+    // files read over the read slots, files written (2 per new RocksDB store) over the write slots
+    assertThat(hdfs.termSeconds().get(Term.HDFS_FILES))
+        .isCloseTo((100 / 2.0 + 32 / 2.0) * 0.004, within());
   }
 
   @Test

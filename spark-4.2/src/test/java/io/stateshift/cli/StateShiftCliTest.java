@@ -263,6 +263,7 @@ class StateShiftCliTest {
     assertThat(estimate.get("work").get("oldStores").asLong()).isEqualTo(4);
     assertThat(estimate.get("work").get("newStores").asLong()).isEqualTo(6);
     assertThat(estimate.get("work").get("filesRead").asLong()).isEqualTo(listed[0]);
+    assertThat(estimate.get("work").get("storage").asText()).isEqualTo("local");
     double terms = 0;
     for (JsonNode term : estimate.get("termSeconds")) {
       terms += term.asDouble();
