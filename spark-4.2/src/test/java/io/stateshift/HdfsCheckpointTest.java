@@ -55,7 +55,7 @@ class HdfsCheckpointTest {
   @ParameterizedTest(name = "{0} state, checkpoint on HDFS, 4 -> 6 -> 3")
   @EnumSource(
       value = StateStores.class,
-      names = {"HDFS", "ROCKSDB_CHANGELOG"})
+      names = {"HDFS", "ROCKSDB", "ROCKSDB_CHANGELOG"})
   void repartitionedQueryOnHdfsWritesTheUninterruptedOutput(StateStores store) throws Exception {
     String checkpoint = cluster.getURI() + "/checkpoints/" + store.name().toLowerCase();
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));

@@ -2,12 +2,15 @@ package io.stateshift.spark.state;
 
 import io.stateshift.config.StateShiftConf;
 import java.io.File;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
@@ -142,12 +145,14 @@ final class RocksDbSnapshotReader implements AutoCloseable {
    * Spark's file manager. On a local checkpoint each SST file is hard-linked, where Spark's file
    * manager copies every file and writes a checksum file beside each copy: a link allocates no new
    * file, and on this kind of disk a new file's inode search is much of the cost of a small store.
-   * Elsewhere, given the driver's listing ({@code listed}), each file is fetched with one read (its
-   * length and etag known, {@link ListedFile}), where Spark's file manager asks for the zip's
-   * existence and each file's status first. Each SST file's length is checked against the one the
-   * version's metadata records. Null (and {@code dir} emptied) without a listing on another file
-   * system, when the version also has archived log files, or when the listing lacks one of its
-   * files: then Spark's file manager does the download and reports what is missing.
+   * Elsewhere each file is fetched with one read (its length, and its etag where the store has one,
+   * known: {@link ListedFile}) from the driver's listing ({@code listed}, on S3) or from the task's
+   * own listing of the store's folder and its SST folder (two listings, on HDFS and the like),
+   * where Spark's file manager asks for the zip's existence and each file's status first and copies
+   * every file through a checksummed local file system. Each SST file's length is checked against
+   * the one the version's metadata records. Null (and {@code dir} emptied) when the version also
+   * has archived log files, or when the listing lacks one of its files: then Spark's file manager
+   * does the download and reports what is missing.
    */
   private static RocksDBCheckpointMetadata fetched(
       Path zip,
@@ -158,11 +163,15 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     try {
       FileSystem fs = zip.getFileSystem(hadoopConf);
       LocalFileSystem local = fs instanceof LocalFileSystem l ? l : null;
+      Map<String, ListedFile> files =
+          local != null || listed != null
+              ? listed
+              : listedHere(fs, store.storeCheckpointLocation());
       if (local != null) {
         org.apache.spark.util.Utils.unzipFilesFromFile(local, zip, dir);
-      } else if (listed != null && listed.containsKey(zip.getName())) {
+      } else if (files.containsKey(zip.getName())) {
         org.apache.spark.util.Utils.unzipFilesFromInputStream(
-            WholeFileReads.open(fs, listed.get(zip.getName()).status(fs, zip)), dir);
+            WholeFileReads.open(fs, files.get(zip.getName()).status(fs, zip)), dir);
       } else {
         return null;
       }
@@ -179,7 +188,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
         if (local != null) {
           RocksDbTaskScope.linkOrCopy(local.pathToFile(source).toPath(), target);
         } else {
-          ListedFile file = listed.get("SSTs/" + sst.dfsSstFileName());
+          ListedFile file = files.get("SSTs/" + sst.dfsSstFileName());
           if (file == null) {
             emptyFolder(dir);
             return null;
@@ -204,6 +213,28 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       throw new UncheckedIOException(
           "Cannot read " + zip + " and its SST files: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The files of a store's folder and of its {@code SSTs} folder (as {@code SSTs/<name>}), as this
+   * task lists them: the keys {@link #fetched} looks files up by.
+   */
+  private static Map<String, ListedFile> listedHere(FileSystem fs, Path storeDir)
+      throws IOException {
+    Map<String, ListedFile> files = new HashMap<>();
+    for (FileStatus file : fs.listStatus(storeDir)) {
+      if (file.isFile()) {
+        files.put(file.getPath().getName(), ListedFile.of(file));
+      }
+    }
+    try {
+      for (FileStatus file : fs.listStatus(new Path(storeDir, "SSTs"))) {
+        files.put("SSTs/" + file.getPath().getName(), ListedFile.of(file));
+      }
+    } catch (FileNotFoundException noSstFiles) {
+      // a version without SST files (an empty store)
+    }
+    return files;
   }
 
   private static void emptyFolder(File dir) {
