@@ -86,33 +86,30 @@ final class Report {
     row(out, header);
     row(out, header.stream().map(h -> "---").toList());
     for (Results.Case c : cases) {
-      List<String> cells =
-          new ArrayList<>(
-              List.of(
-                  c.shape,
-                  c.providerLabel(),
-                  String.format(Locale.ROOT, "%,d", c.keys),
-                  mb(c.stateBytes),
-                  c.from + "->" + c.to,
-                  time(c, Results.STATESHIFT),
-                  time(c, Results.BUILTIN),
-                  time(c, Results.REPLAY),
-                  time(c, Results.FLOOR),
-                  ratio(c.ratio(Results.BUILTIN, Results.STATESHIFT)),
-                  ratio(c.ratio(Results.REPLAY, Results.STATESHIFT)),
-                  ratio(c.ratio(Results.STATESHIFT, Results.FLOOR)),
-                  Double.isNaN(c.stateshiftRowsPerSecond())
-                      ? "n/a"
-                      : String.format(Locale.ROOT, "%,.0f", c.stateshiftRowsPerSecond()),
-                  Double.isNaN(c.stateshiftMsPerStore())
-                      ? "n/a"
-                      : String.format(Locale.ROOT, "%.1f", c.stateshiftMsPerStore()),
-                  String.join(
-                      " / ",
-                      heap(c, Results.STATESHIFT),
-                      heap(c, Results.BUILTIN),
-                      heap(c, Results.REPLAY),
-                      heap(c, Results.FLOOR))));
+      List<String> cells = new ArrayList<>(caseColumns(c));
+      cells.addAll(
+          List.of(
+              mb(c.stateBytes),
+              c.from + "->" + c.to,
+              time(c, Results.STATESHIFT),
+              time(c, Results.BUILTIN),
+              time(c, Results.REPLAY),
+              time(c, Results.FLOOR),
+              ratio(c.ratio(Results.BUILTIN, Results.STATESHIFT)),
+              ratio(c.ratio(Results.REPLAY, Results.STATESHIFT)),
+              ratio(c.ratio(Results.STATESHIFT, Results.FLOOR)),
+              Double.isNaN(c.stateshiftRowsPerSecond())
+                  ? "n/a"
+                  : String.format(Locale.ROOT, "%,.0f", c.stateshiftRowsPerSecond()),
+              Double.isNaN(c.stateshiftMsPerStore())
+                  ? "n/a"
+                  : String.format(Locale.ROOT, "%.1f", c.stateshiftMsPerStore()),
+              String.join(
+                  " / ",
+                  heap(c, Results.STATESHIFT),
+                  heap(c, Results.BUILTIN),
+                  heap(c, Results.REPLAY),
+                  heap(c, Results.FLOOR))));
       if (onDemand) {
         cells.addAll(
             List.of(
@@ -166,18 +163,15 @@ final class Report {
       Results.Method bi = c.methods.get(Results.BUILTIN);
       Results.Run ssRun = ss == null ? null : ss.fastest();
       Results.Run biRun = bi == null ? null : bi.fastest();
-      List<String> cells =
-          new ArrayList<>(
-              List.of(
-                  c.shape,
-                  c.providerLabel(),
-                  String.format(Locale.ROOT, "%,d", c.keys),
-                  c.from + "->" + c.to,
-                  phases(ssRun),
-                  stages(ssRun),
-                  ssRun == null ? "n/a" : mb(ssRun.heapPeakAfterGcBytes),
-                  stages(biRun),
-                  biRun == null ? "n/a" : mb(biRun.heapPeakAfterGcBytes)));
+      List<String> cells = new ArrayList<>(caseColumns(c));
+      cells.addAll(
+          List.of(
+              c.from + "->" + c.to,
+              phases(ssRun),
+              stages(ssRun),
+              ssRun == null ? "n/a" : mb(ssRun.heapPeakAfterGcBytes),
+              stages(biRun),
+              biRun == null ? "n/a" : mb(biRun.heapPeakAfterGcBytes)));
       if (onDemand) {
         Results.Method od = c.methods.get(Results.ONDEMAND);
         cells.add(phases(od == null ? null : od.fastest()));
@@ -220,6 +214,11 @@ final class Report {
   private static String heap(Results.Case c, String method) {
     Results.Method m = c.methods.get(method);
     return m == null || m.runs.isEmpty() ? "n/a" : Long.toString(m.maxPeakHeap() >> 20);
+  }
+
+  /** The columns that name a case: shape, provider and keys. */
+  private static List<String> caseColumns(Results.Case c) {
+    return List.of(c.shape, c.providerLabel(), String.format(Locale.ROOT, "%,d", c.keys));
   }
 
   private static String phases(Results.Run run) {
