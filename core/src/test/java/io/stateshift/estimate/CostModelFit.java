@@ -47,18 +47,11 @@ public final class CostModelFit {
   private CostModelFit() {}
 
   /**
-   * One measured run: stateshift's median time on one case of one results file. {@code fs}: where
-   * its checkpoint was, {@code local}, {@code hdfs} or {@code s3} ({@code bench/run --fs}).
+   * One measured run: stateshift's median time on one case of one results file; where its
+   * checkpoint was ({@code bench/run --fs}) is its job's storage.
    */
   record Point(
-      String file,
-      String label,
-      String master,
-      int slots,
-      long keys,
-      Job job,
-      double seconds,
-      String fs) {
+      String file, String label, String master, int slots, long keys, Job job, double seconds) {
     /** Whether the fit uses it: a run in local mode (the standalone cluster's only check it). */
     boolean fitted() {
       return master.startsWith("local");
@@ -114,7 +107,12 @@ public final class CostModelFit {
         }
         String provider = c.path("provider").asText();
         // bench/run --fs: the timed copies on HDFS or the loopback S3 server
-        String fs = c.path("checkpointFs").asText("local");
+        CostModel.Storage storage =
+            switch (c.path("checkpointFs").asText("local")) {
+              case "s3" -> CostModel.Storage.OBJECT_STORE;
+              case "hdfs" -> CostModel.Storage.HDFS;
+              default -> CostModel.Storage.LOCAL;
+            };
         boolean rocksDb = provider.startsWith("RocksDB");
         // The benchmark's checkpoints with changelog checkpointing have no snapshot yet: every
         // state byte there is a changelog byte the read side replays.
@@ -134,11 +132,7 @@ public final class CostModelFit {
                 c.path("stateFiles").asLong() / 2,
                 rocksDb,
                 rocksDb,
-                switch (fs) {
-                  case "s3" -> CostModel.Storage.OBJECT_STORE;
-                  case "hdfs" -> CostModel.Storage.HDFS;
-                  default -> CostModel.Storage.LOCAL;
-                },
+                storage,
                 replayBytes);
         String label =
             String.format(
@@ -146,10 +140,10 @@ public final class CostModelFit {
                 "%s, %s%s, %,d keys",
                 c.path("shape").asText(),
                 c.path("provider").asText(),
-                switch (fs) {
-                      case "hdfs" -> ", checkpoint on HDFS";
-                      case "s3" -> ", checkpoint on S3";
-                      default -> "";
+                switch (storage) {
+                      case HDFS -> ", checkpoint on HDFS";
+                      case OBJECT_STORE -> ", checkpoint on S3";
+                      case LOCAL -> "";
                     }
                     + (master.startsWith("spark://") ? ", standalone cluster of 2 Workers" : ""),
                 c.path("keys").asLong());
@@ -161,8 +155,7 @@ public final class CostModelFit {
                 slots,
                 c.path("keys").asLong(),
                 job,
-                run.path("medianMillis").asDouble() / 1000,
-                fs));
+                run.path("medianMillis").asDouble() / 1000));
       }
     }
     return points;
@@ -206,8 +199,9 @@ public final class CostModelFit {
   static String fittedOn(List<Point> points) {
     TreeSet<String> masters = new TreeSet<>();
     points.forEach(p -> masters.add(p.master()));
-    long onS3 = points.stream().filter(p -> p.fs().equals("s3")).count();
-    long onHdfs = points.stream().filter(p -> p.fs().equals("hdfs")).count();
+    long onS3 =
+        points.stream().filter(p -> p.job().storage() == CostModel.Storage.OBJECT_STORE).count();
+    long onHdfs = points.stream().filter(p -> p.job().storage() == CostModel.Storage.HDFS).count();
     return points.size()
         + " benchmark runs, "
         + (onS3 > 0
@@ -326,7 +320,9 @@ public final class CostModelFit {
   /** The estimates for 100 GB and 1 TB on 10 and 100 executors of 4 cores. */
   static String predictions(CostModel model, List<Point> points) {
     List<Point> rocksDb =
-        points.stream().filter(p -> p.fs().equals("local") && p.job().readsRocksDb()).toList();
+        points.stream()
+            .filter(p -> p.job().storage() == CostModel.Storage.LOCAL && p.job().readsRocksDb())
+            .toList();
     double filesPerStore =
         median(
             rocksDb.stream()

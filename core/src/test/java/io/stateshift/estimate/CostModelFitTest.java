@@ -44,15 +44,7 @@ class CostModelFitTest {
               onHdfs ? CostModel.Storage.HDFS : CostModel.Storage.LOCAL,
               0);
       points.add(
-          new Point(
-              "f" + i,
-              "case " + i,
-              "local",
-              slots,
-              1,
-              job,
-              truth.seconds(job, slots),
-              onHdfs ? "hdfs" : "local"));
+          new Point("f" + i, "case " + i, "local", slots, 1, job, truth.seconds(job, slots)));
     }
     return points;
   }
@@ -75,9 +67,7 @@ class CostModelFitTest {
     List<Point> points = new ArrayList<>();
     for (Point p : points(TRUTH, 11)) {
       double seconds = Math.max(0.1, p.seconds() - 0.3 * p.job().oldStores() / p.slots());
-      points.add(
-          new Point(
-              p.file(), p.label(), p.master(), p.slots(), p.keys(), p.job(), seconds, p.fs()));
+      points.add(new Point(p.file(), p.label(), p.master(), p.slots(), p.keys(), p.job(), seconds));
     }
     CostModel fitted = CostModelFit.fit(prior, points, "synthetic");
     assertThat(fitted.coefficients().get(Term.REQUESTS)).isEqualTo(0.5);

@@ -254,7 +254,7 @@ final class Workload {
   /**
    * Runs {@code shape} over every input file (one file per micro-batch, Trigger.AvailableNow) into
    * {@code checkpoint} with {@code partitions} state partitions and a no-op sink; returns the
-   * number of batches run.
+   * query, terminated (its progress counts the batches run).
    */
   static StreamingQuery runQuery(
       SparkSession spark,
