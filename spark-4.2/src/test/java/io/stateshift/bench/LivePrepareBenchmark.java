@@ -292,6 +292,7 @@ public final class LivePrepareBenchmark {
                 "--porcelain",
                 "--untracked-files=no",
                 "core/src/main",
+                "spark-common/src",
                 "spark-4.2/src/main")
             .trim();
     environment.put("gitDirty", !status.isEmpty());

@@ -284,6 +284,7 @@ public final class RepartitionBenchmark {
                 "--porcelain",
                 "--untracked-files=no",
                 "core/src/main",
+                "spark-common/src",
                 "spark-4.2/src/main")
             .trim();
     environment.put("gitDirty", !status.isEmpty());

@@ -1,0 +1,160 @@
+package io.stateshift.spark;
+
+import com.codahale.metrics.MetricRegistry;
+import io.stateshift.RepartitionResult;
+import io.stateshift.checkpoint.Checkpoint;
+import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.StateCheckpointIds;
+import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StatefulOperator;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.LayoutReading;
+import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.checkpoint.spi.SinkLog;
+import io.stateshift.checkpoint.spi.SparkLine;
+import io.stateshift.checkpoint.spi.StateCount;
+import io.stateshift.checkpoint.spi.StreamingQueryInfo;
+import io.stateshift.spark.state.SparkState;
+import java.io.IOException;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionBuilder;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import scala.Function1;
+
+/**
+ * The {@link SparkLine} every line module compiles against its own Spark; a line's subclass,
+ * registered in its META-INF/services, adds only what differs by name.
+ */
+public abstract class SparkLineBase implements SparkLine {
+
+  @Override
+  public SparkSessionBuilder sessionBuilder() {
+    return org.apache.spark.sql.classic.SparkSession.builder();
+  }
+
+  @Override
+  public Configuration hadoopConf(SparkSession spark) {
+    if (spark instanceof org.apache.spark.sql.classic.SparkSession classic) {
+      return classic.sessionState().newHadoopConf();
+    }
+    return spark.sparkContext().hadoopConfiguration();
+  }
+
+  @Override
+  public void installExtensions(SparkSessionExtensions extensions) {
+    // Rule builders receive the session as soon as it analyzes its first plan, which every query
+    // does before it starts: the moment to attach the listener that acts at query start.
+    extensions.injectResolutionRule(
+        (Function1<SparkSession, Rule<LogicalPlan>>)
+            session -> {
+              OnDemandRepartition.installOn(session);
+              return new PassThrough();
+            });
+  }
+
+  /** A rule that changes nothing; it only exists to be handed the session. */
+  private static final class PassThrough extends Rule<LogicalPlan> {
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+      return plan;
+    }
+
+    @Override
+    public String ruleName() {
+      return "stateshift.attachOnDemandRepartition";
+    }
+  }
+
+  @Override
+  public Optional<RepartitionResult> lastRepartition(UUID queryId) {
+    return OnDemandRepartition.lastRepartition(queryId);
+  }
+
+  @Override
+  public StateLayout readLayout(SparkSession spark, Checkpoint checkpoint, LayoutReading reading) {
+    return SparkState.readLayout(spark, checkpoint, reading);
+  }
+
+  @Override
+  public StatefulOperator deriveOperator(CheckpointFiles files, long operatorId) {
+    return SparkState.deriveOperator(files, operatorId);
+  }
+
+  @Override
+  public int checkpointIdPosition(String storeName) {
+    return SparkState.checkpointIdPosition(storeName);
+  }
+
+  @Override
+  public int partitionKeyColumns(StoreSpec store) {
+    return SparkState.partitionKeyColumns(store);
+  }
+
+  @Override
+  public List<StateCount> countState(
+      SparkSession spark, StateLayout layout, long version, StateCheckpointIds checkpointIds) {
+    return SparkState.countState(spark, layout, version, checkpointIds);
+  }
+
+  @Override
+  public Redistribution redistribution(
+      StateLayout layout,
+      String stagingDir,
+      int newPartitions,
+      String writeProvider,
+      int writeFormatVersion) {
+    return SparkState.redistribution(
+        layout, stagingDir, newPartitions, writeProvider, writeFormatVersion);
+  }
+
+  @Override
+  public Redistribution preparedReplay(
+      StateLayout layout,
+      io.stateshift.checkpoint.PreparedManifest prepared,
+      String stagingDir,
+      int newPartitions) {
+    return SparkState.preparedReplay(layout, prepared, stagingDir, newPartitions);
+  }
+
+  @Override
+  public List<String> sha256(SparkSession spark, Configuration conf, List<String> files) {
+    return SparkState.sha256(spark, conf, files);
+  }
+
+  @Override
+  public SinkLog sinkLog(SparkSession spark, String location, Configuration conf) {
+    return FileSinkLog.at(spark, location, conf);
+  }
+
+  @Override
+  public void refuseIfRunning(
+      SparkSession spark,
+      CheckpointFiles files,
+      UUID startingQuery,
+      boolean assumeStopped,
+      String action) {
+    RunningQueryCheck.refuseIfRunning(spark, files, startingQuery, assumeStopped, action);
+  }
+
+  @Override
+  public Optional<StreamingQueryInfo> describeQuery(UUID queryId) {
+    return StreamIntrospection.describe(queryId);
+  }
+
+  @Override
+  public void registerMetrics(String sourceName, MetricRegistry registry) {
+    MetricsSource.register(sourceName, registry);
+  }
+
+  @Override
+  public void warmUpCommandLine() throws IOException {
+    StartupWarmup.rocksDbCheckpointMetadata();
+    StartupWarmup.rocksDbNativeLibrary();
+  }
+}
