@@ -25,6 +25,8 @@ public class StateShiftException extends RuntimeException {
     INTERRUPTED_REPARTITION(true),
     QUERY_CHANGED(true),
     INVALID_ARGUMENT(true),
+    /** stateshift's module of one Spark line on the Spark of another. */
+    SPARK_LINE_MISMATCH(true),
     FAILED(false);
 
     private final boolean badInput;

@@ -22,6 +22,37 @@ public final class SparkLines {
     return line;
   }
 
+  /**
+   * The line, if the Spark it runs on is of that line: each line calls Spark's private classes as
+   * its own Spark has them, so on another Spark it would fail in the middle of a change, or write
+   * state that Spark cannot continue.
+   */
+  static SparkLine requireOwnSpark(SparkLine line, String sparkVersion) {
+    String running = lineOf(sparkVersion);
+    if (!running.equals(line.sparkLine())) {
+      throw new io.stateshift.StateShiftException(
+          io.stateshift.StateShiftException.Reason.SPARK_LINE_MISMATCH,
+          "stateshift's Spark "
+              + line.sparkLine()
+              + " line runs on Spark "
+              + sparkVersion
+              + ": use the artifact of Spark "
+              + running
+              + " (io.stateshift:stateshift-spark-"
+              + running
+              + "_<scala version>), or STATESHIFT_SPARK_LINE="
+              + running
+              + " with the command line.");
+    }
+    return line;
+  }
+
+  /** The line of a Spark version: {@code 4.1} for {@code 4.1.3}. */
+  public static String lineOf(String sparkVersion) {
+    String[] parts = sparkVersion.split("\\.");
+    return parts.length >= 2 ? parts[0] + "." + parts[1] : sparkVersion;
+  }
+
   private static SparkLine load() {
     for (ClassLoader loader :
         new ClassLoader[] {
@@ -31,7 +62,7 @@ public final class SparkLines {
         continue;
       }
       for (SparkLine line : ServiceLoader.load(SparkLine.class, loader)) {
-        return line;
+        return requireOwnSpark(line, org.apache.spark.package$.MODULE$.SPARK_VERSION());
       }
     }
     throw new IllegalStateException(
