@@ -1,0 +1,85 @@
+package io.stateshift.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.testing.ProjectFiles;
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The class path {@code ./stateshift} runs with (the launcher itself, which builds the project
+ * first when its jar is missing or older than the sources): stateshift's jar, Spark, Delta and
+ * their dependencies, and nothing of the test scope. A test-scope jar there (hadoop-aws and the AWS
+ * SDK, above all) would make an {@code s3a://} path work without {@code --packages}, by accident,
+ * and then leave the connector out of what {@code --packages} ships to a cluster's executors.
+ */
+class LauncherClassPathTest {
+  @TempDir Path tmp;
+
+  @Test
+  void theLaunchersClassPathHoldsNoTestScopeJar() throws Exception {
+    Path log = tmp.resolve("classpath.log");
+    Path out = tmp.resolve("classpath.txt");
+    assertThat(launcher(out, log, "classpath", "--full")).as("log: %s", read(log)).isZero();
+    List<String> names =
+        Arrays.stream(Files.readString(out).strip().split(File.pathSeparator))
+            .map(entry -> Path.of(entry).getFileName().toString())
+            .toList();
+    assertThat(names)
+        .as("Spark and stateshift are there")
+        .contains("stateshift.jar")
+        .anyMatch(name -> name.startsWith("spark-sql_"))
+        .anyMatch(name -> name.startsWith("delta-spark_"));
+    assertThat(names)
+        .as("the test scope's jars are not")
+        .noneMatch(name -> name.startsWith("junit-"))
+        .noneMatch(name -> name.startsWith("assertj-"))
+        .noneMatch(name -> name.startsWith("hadoop-aws-"))
+        .noneMatch(name -> name.startsWith("bundle-")) // the AWS SDK's
+        .noneMatch(name -> name.startsWith("hadoop-client-minicluster-"))
+        .noneMatch(name -> name.startsWith("kafka_") || name.startsWith("kafka-server"))
+        .noneMatch(name -> name.startsWith("spark-sql-kafka"))
+        .noneMatch(name -> name.startsWith("s3proxy"));
+  }
+
+  /** Without a connector, an s3a path is refused (exit 2) with the --packages that adds it. */
+  @Test
+  void anS3aPathWithoutTheConnectorIsRefusedWithTheFix() throws Exception {
+    Path log = tmp.resolve("inspect.log");
+    int exit = launcher(log, log, "inspect", "--checkpoint", "s3a://no-such-bucket/checkpoint");
+    assertThat(exit).as("log: %s", read(log)).isEqualTo(2);
+    assertThat(read(log))
+        .contains("Cannot open checkpoint location s3a://no-such-bucket/checkpoint")
+        .contains("--packages org.apache.hadoop:hadoop-aws:")
+        .doesNotContain("\tat ");
+  }
+
+  private static int launcher(Path out, Path log, String... args) throws Exception {
+    List<String> command =
+        new java.util.ArrayList<>(List.of(ProjectFiles.root().resolve("stateshift").toString()));
+    command.addAll(List.of(args));
+    ProcessBuilder builder = new ProcessBuilder(command).directory(ProjectFiles.root().toFile());
+    if (out.equals(log)) {
+      builder.redirectErrorStream(true).redirectOutput(log.toFile());
+    } else {
+      builder.redirectOutput(out.toFile()).redirectError(log.toFile());
+    }
+    // a build the launcher may start first (its jar older than the sources) takes a minute or two
+    Process process = builder.start();
+    if (!process.waitFor(10, TimeUnit.MINUTES)) {
+      process.destroyForcibly();
+      throw new AssertionError("./stateshift did not finish; see " + log);
+    }
+    return process.exitValue();
+  }
+
+  private static String read(Path file) throws Exception {
+    return Files.exists(file) ? Files.readString(file) : "(none)";
+  }
+}
