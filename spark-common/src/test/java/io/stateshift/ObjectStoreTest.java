@@ -7,11 +7,14 @@ import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.estimate.CostModel;
 import io.stateshift.protocol.CheckpointLock;
 import io.stateshift.testing.CheckpointDigest;
+import io.stateshift.testing.Launcher;
 import io.stateshift.testing.S3Server;
 import io.stateshift.testing.SparkTestSession;
+import io.stateshift.testing.StandaloneCluster;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +24,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -30,7 +34,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * connector, for each state store: a repartition up and one down, {@code verify}, a rollback that
  * restores the layout byte for byte, the on-demand path at a query's start (from a layout prepared
  * while the query ran, where the store logs its changes), and a second repartition refused while
- * the lock is held; the query's whole output equals an uninterrupted run's.
+ * the lock is held; the query's whole output equals an uninterrupted run's. And the command with a
+ * wrong secret key, refused in one line.
  */
 class ObjectStoreTest {
   private static S3Server s3;
@@ -126,6 +131,56 @@ class ObjectStoreTest {
     assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
         .isNotEmpty()
         .containsExactlyElementsOf(oracle.sinkRows(oracleSink, StatefulQueries.WINDOWED_COUNT));
+  }
+
+  /**
+   * The command, run as users run it ({@code ./stateshift} with the connector's jars), with a wrong
+   * secret key: S3 answers its first request with 403. It is refused as bad input (exit 2), in one
+   * line that names the setting to fix, and nothing in the bucket changed.
+   */
+  @Test
+  void aWrongSecretKeyIsRefusedInOneLineNamingTheSetting() throws Exception {
+    String checkpoint = s3.uri("checkpoints/wrong-secret");
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 100, 10);
+    run.runAvailable(
+        StatefulQueries.WINDOWED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
+        StateStores.HDFS.withPartitions(2));
+    Map<String, String> before = digest(s3.uri(""));
+
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of("repartition", "--checkpoint", checkpoint, "--partitions", "3"));
+    args.addAll(s3.cliConf());
+    args.addAll(
+        List.of(
+            "--conf", "spark.hadoop.fs.s3a.bucket." + s3.bucket() + ".secret.key=not-the-secret"));
+    Path log = tmp.resolve("wrong-secret.log");
+    String connector =
+        StandaloneCluster.s3ConnectorJars().stream()
+            .map(Path::toString)
+            .collect(java.util.stream.Collectors.joining(":"));
+    int exit =
+        Launcher.run(log, Map.of("STATESHIFT_CLASSPATH", connector), args.toArray(String[]::new));
+
+    String text = Files.readString(log);
+    assertThat(exit).as("exit code; log: %s", text).isEqualTo(2);
+    // without the launcher's progress lines, and the three "SLF4J:" lines the AWS SDK bundle's
+    // own (shaded) SLF4J prints wherever S3A starts, in any program
+    List<String> lines =
+        text.lines()
+            .filter(line -> !line.isBlank() && !line.startsWith("stateshift: "))
+            .filter(line -> !line.startsWith("SLF4J: "))
+            .toList();
+    assertThat(lines).as("log: %s", text).hasSize(1);
+    assertThat(lines.get(0))
+        .startsWith("error: ")
+        .contains(checkpoint)
+        .contains("--conf spark.hadoop.fs.s3a.access.key")
+        .contains("fs.s3a.secret.key");
+    assertThat(digest(s3.uri(""))).as("the bucket is untouched").isEqualTo(before);
   }
 
   /** The lock is a conditional PUT on S3A: a second attempt stops and changes nothing. */

@@ -41,7 +41,16 @@ public final class Checkpoint {
 
   public static Checkpoint load(CheckpointFiles files) {
     Path root = files.root();
-    if (!files.exists(root)) {
+    boolean exists;
+    try {
+      exists = files.exists(root); // the first request to the store: credentials fail here
+    } catch (java.io.UncheckedIOException e) {
+      if (e.getCause() instanceof java.nio.file.AccessDeniedException) {
+        throw files.accessDenied(e.getCause());
+      }
+      throw e;
+    }
+    if (!exists) {
       throw new StateShiftException(
           Reason.CHECKPOINT_NOT_FOUND,
           "Checkpoint location "

@@ -99,6 +99,27 @@ public final class CheckpointFiles {
     return root;
   }
 
+  /**
+   * The refusal of a checkpoint its file system denied access to (S3's 403, a wrong or missing
+   * key): one line naming the credential settings, as bad input, for a read before any write.
+   */
+  StateShiftException accessDenied(Throwable denied) {
+    String scheme = root.toUri().getScheme();
+    String fix =
+        "s3a".equals(scheme)
+            ? "Check the S3 credentials: --conf spark.hadoop.fs.s3a.access.key=<key id> and "
+                + "--conf spark.hadoop.fs.s3a.secret.key=<secret> (or per bucket, "
+                + "spark.hadoop.fs.s3a.bucket."
+                + root.toUri().getHost()
+                + ".access.key and .secret.key), and that they may read and write the bucket."
+            : "Check the file system's credentials (--conf spark.hadoop.<its key>=<value>) and "
+                + "that they may read and write the checkpoint.";
+    return new StateShiftException(
+        Reason.CHECKPOINT_NOT_FOUND,
+        "Cannot open checkpoint location " + root + ": access denied. " + fix,
+        denied);
+  }
+
   public FileSystem fs() {
     return fs;
   }

@@ -2,13 +2,13 @@ package io.stateshift.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.stateshift.testing.ProjectFiles;
+import io.stateshift.testing.Launcher;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -26,7 +26,9 @@ class LauncherClassPathTest {
   void theLaunchersClassPathHoldsNoTestScopeJar() throws Exception {
     Path log = tmp.resolve("classpath.log");
     Path out = tmp.resolve("classpath.txt");
-    assertThat(launcher(out, log, "classpath", "--full")).as("log: %s", read(log)).isZero();
+    assertThat(Launcher.run(out, log, Map.of(), "classpath", "--full"))
+        .as("log: %s", read(log))
+        .isZero();
     List<String> names =
         Arrays.stream(Files.readString(out).strip().split(File.pathSeparator))
             .map(entry -> Path.of(entry).getFileName().toString())
@@ -52,31 +54,13 @@ class LauncherClassPathTest {
   @Test
   void anS3aPathWithoutTheConnectorIsRefusedWithTheFix() throws Exception {
     Path log = tmp.resolve("inspect.log");
-    int exit = launcher(log, log, "inspect", "--checkpoint", "s3a://no-such-bucket/checkpoint");
+    int exit =
+        Launcher.run(log, Map.of(), "inspect", "--checkpoint", "s3a://no-such-bucket/checkpoint");
     assertThat(exit).as("log: %s", read(log)).isEqualTo(2);
     assertThat(read(log))
         .contains("Cannot open checkpoint location s3a://no-such-bucket/checkpoint")
         .contains("--packages org.apache.hadoop:hadoop-aws:")
         .doesNotContain("\tat ");
-  }
-
-  private static int launcher(Path out, Path log, String... args) throws Exception {
-    List<String> command =
-        new java.util.ArrayList<>(List.of(ProjectFiles.root().resolve("stateshift").toString()));
-    command.addAll(List.of(args));
-    ProcessBuilder builder = new ProcessBuilder(command).directory(ProjectFiles.root().toFile());
-    if (out.equals(log)) {
-      builder.redirectErrorStream(true).redirectOutput(log.toFile());
-    } else {
-      builder.redirectOutput(out.toFile()).redirectError(log.toFile());
-    }
-    // a build the launcher may start first (its jar older than the sources) takes a minute or two
-    Process process = builder.start();
-    if (!process.waitFor(10, TimeUnit.MINUTES)) {
-      process.destroyForcibly();
-      throw new AssertionError("./stateshift did not finish; see " + log);
-    }
-    return process.exitValue();
   }
 
   private static String read(Path file) throws Exception {
