@@ -3,9 +3,12 @@ package io.stateshift.protocol;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.apache.spark.Resubmitted$;
+import org.apache.spark.Success$;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerJobStart;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
@@ -27,7 +30,10 @@ final class JobProgress extends SparkListener implements AutoCloseable {
   private final Consumer<String> sink;
   private final Map<Integer, String> stageNames = new ConcurrentHashMap<>();
   private final Map<Integer, Integer> stageTotals = new ConcurrentHashMap<>();
-  private final Map<Integer, AtomicInteger> stageDone = new ConcurrentHashMap<>();
+
+  /** Per stage, the partitions a task finished: a task run again (executor lost) counts once. */
+  private final Map<Integer, Set<Integer>> stageDone = new ConcurrentHashMap<>();
+
   private volatile long lastReport;
   private final AtomicInteger running = new AtomicInteger();
 
@@ -58,7 +64,7 @@ final class JobProgress extends SparkListener implements AutoCloseable {
           stage.stageId(),
           label != null ? label : first ? "reading state partitions" : "writing state partitions");
       stageTotals.put(stage.stageId(), stage.numTasks());
-      stageDone.put(stage.stageId(), new AtomicInteger());
+      stageDone.put(stage.stageId(), ConcurrentHashMap.newKeySet());
     }
   }
 
@@ -71,12 +77,25 @@ final class JobProgress extends SparkListener implements AutoCloseable {
 
   @Override
   public void onTaskEnd(SparkListenerTaskEnd taskEnd) {
-    AtomicInteger done = stageDone.get(taskEnd.stageId());
+    Set<Integer> done = stageDone.get(taskEnd.stageId());
     if (done == null) {
       return;
     }
-    running.decrementAndGet();
-    int now = done.incrementAndGet();
+    if (!(taskEnd.reason() instanceof Resubmitted$)) {
+      // Resubmitted: a finished task whose output went with its executor, ended a second time
+      // (it did not start again)
+      running.decrementAndGet();
+    }
+    // A failed or lost task runs again, and a stage attempt after a lost executor runs the
+    // partitions whose output was lost again: each partition counts once, when it first succeeds.
+    if (!(taskEnd.reason() instanceof Success$)) {
+      return;
+    }
+    int partition = taskEnd.taskInfo().partitionId();
+    if (!done.add(partition >= 0 ? partition : taskEnd.taskInfo().index())) {
+      return;
+    }
+    int now = done.size();
     int total = stageTotals.get(taskEnd.stageId());
     long time = System.currentTimeMillis();
     if (now == total || time - lastReport > 500) {
@@ -113,6 +132,11 @@ final class JobProgress extends SparkListener implements AutoCloseable {
         return false;
       }
     }
+  }
+
+  /** The group's tasks started and not yet ended, as far as the listener bus has delivered. */
+  int runningTasks() {
+    return running.get();
   }
 
   @Override
