@@ -52,7 +52,6 @@ import org.junit.jupiter.api.io.TempDir;
  * read it; the event log (as the history server reads it) tells where the tasks ran.
  */
 class StandaloneClusterTest {
-  private static final int FIRST_PORT = 19200;
   private static MiniDFSCluster hdfs;
   private static StandaloneCluster cluster;
   private static S3Server s3;
@@ -99,8 +98,32 @@ class StandaloneClusterTest {
         StandaloneCluster.start(
             base.resolve("spark"),
             AppJar.testClasses().resolveSibling("standalone-cluster"),
-            FIRST_PORT,
+            freePortRange(),
             2);
+  }
+
+  /**
+   * The first of 30 free ports on loopback (the cluster's range, see {@link StandaloneCluster}),
+   * from a random start: other builds on this machine may run the same suite.
+   */
+  private static int freePortRange() {
+    java.util.Random random = new java.util.Random();
+    for (int attempt = 0; attempt < 50; attempt++) {
+      int first = 20_000 + 40 * random.nextInt(500);
+      boolean free = true;
+      for (int port = first; port < first + 30 && free; port++) {
+        try (java.net.ServerSocket probe =
+            new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+          probe.getLocalPort();
+        } catch (java.io.IOException taken) {
+          free = false;
+        }
+      }
+      if (free) {
+        return first;
+      }
+    }
+    throw new IllegalStateException("no 30 free ports in a row on loopback");
   }
 
   @AfterAll
