@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.AppJar;
+import io.stateshift.testing.Launcher;
+import io.stateshift.testing.ProjectFiles;
 import io.stateshift.testing.S3Server;
 import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkEventLog;
@@ -19,7 +21,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Collectors;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.spark.sql.SparkSession;
@@ -42,16 +43,18 @@ import org.junit.jupiter.api.io.TempDir;
  *   <li>An executor killed with SIGKILL in a write task ({@code spark.stateshift.test.failpoint},
  *       which reaches executors through Spark's conf): the task runs again on another executor.
  *   <li>The checkpoint on S3 (s3proxy on loopback, {@link S3Server}), which neither the command
- *       line's class path nor the Workers' can reach: the S3A connector comes with {@code --jars},
- *       the driver loads it and ships it to the executors, and an executor is killed mid-task; for
- *       the command line and for the on-demand path (the connector next to the runtime jar in
- *       {@code spark-submit --jars}, the S3 settings and the fail point as {@code --conf}).
+ *       line's class path nor the Workers' can reach, and an executor killed mid-task: for {@code
+ *       ./stateshift} itself, the S3A connector given only as {@code --packages} (the launcher
+ *       resolves it, the driver loads it and ships it to the executors), and for the on-demand path
+ *       (the connector next to the runtime jar in {@code spark-submit --jars}, the S3 settings and
+ *       the fail point as {@code --conf}).
  * </ul>
  *
  * Each time, the query's output after the change equals its uninterrupted run's, read back as users
  * read it; the event log (as the history server reads it) tells where the tasks ran.
  */
 class StandaloneClusterTest {
+  private static final String HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.5.0";
   private static MiniDFSCluster hdfs;
   private static StandaloneCluster cluster;
   private static S3Server s3;
@@ -208,9 +211,20 @@ class StandaloneClusterTest {
         .containsExactlyElementsOf(oracleRows);
   }
 
+  /**
+   * The checkpoint on S3, repartitioned by {@code ./stateshift} (the launcher users run, whose
+   * class path has no S3A connector) on the cluster, whose Workers have none either: the connector
+   * comes only from {@code --packages}, which the launcher resolves with Maven and passes on as
+   * {@code --jars}; the driver loads it and ships it to the executors, one of which is killed in a
+   * write task.
+   */
   @Test
-  void aCheckpointOnS3IsRepartitionedWithTheConnectorFromJarsWhileAnExecutorIsKilled()
+  void aCheckpointOnS3IsRepartitionedWithTheConnectorFromPackagesWhileAnExecutorIsKilled()
       throws Exception {
+    assertThat(workerJars())
+        .as("the Workers have no S3A connector")
+        .isNotEmpty()
+        .noneMatch(name -> name.startsWith("hadoop-aws-") || name.startsWith("bundle-"));
     Configuration session = spark.sparkContext().hadoopConfiguration();
     org.apache.hadoop.fs.FileSystem hdfsFs = hdfs.getFileSystem();
     org.apache.hadoop.fs.FileSystem s3Fs = s3.fileSystem(session);
@@ -226,29 +240,48 @@ class StandaloneClusterTest {
         .isTrue();
 
     Path events = tmp.resolve("events");
-    Map<String, String> extra = new LinkedHashMap<>(s3.sparkSettings());
-    extra.put(FailPoints.PROPERTY, "staging-task");
-    List<Path> connector = StandaloneCluster.s3ConnectorJars();
-    assertThat(connector).hasSize(3);
+    Map<String, String> conf = new LinkedHashMap<>(cluster.appConf(events));
+    conf.remove("spark.master");
+    conf.putAll(s3.sparkSettings());
+    conf.put(FailPoints.PROPERTY, "staging-task");
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "repartition",
+                "--checkpoint",
+                checkpoint,
+                "--partitions",
+                "3",
+                "--assume-stopped",
+                "--master",
+                cluster.masterUrl(),
+                "--packages",
+                HADOOP_AWS));
+    args.addAll(cluster.confArgs(conf));
+    // resolved afresh, so that the resolution's own output is seen too
+    StandaloneCluster.deleteTree(packagesFolder(HADOOP_AWS));
+    Path cliLog = cluster.logDir().resolve("s3-packages-cli.log");
     int exit =
-        cli(
-            "s3",
-            events,
-            extra,
-            "repartition",
-            "--checkpoint",
-            checkpoint,
-            "--partitions",
-            "3",
-            "--assume-stopped",
-            "--jars",
-            connector.stream().map(Path::toString).collect(Collectors.joining(",")));
-    assertThat(exit).as("exit code; see %s", cluster.logDir()).isZero();
+        Launcher.run(
+            cliLog,
+            Map.of("STATESHIFT_JAVA_OPTS", "-Xmx1g", "SPARK_LOCAL_IP", "127.0.0.1"),
+            args.toArray(String[]::new));
+    String output = Files.readString(cliLog);
+    assertThat(exit).as("exit code; see %s:%n%s", cluster.logDir(), output).isZero();
+    assertThat(output)
+        .as("Maven's resolution prints nothing but the launcher's line")
+        .contains("stateshift: resolving --packages " + HADOOP_AWS)
+        .doesNotContain("\u001b")
+        .doesNotContain("No SLF4J providers");
+    assertProgressNeverPastItsTotal(output);
 
     SparkEventLog log = SparkEventLog.read(events);
-    assertThat(log.sparkProperties().get("spark.jars"))
-        .as("the connector was shipped to the executors")
-        .contains(connector.stream().map(jar -> jar.toUri().toString()).toList());
+    List<String> shipped = List.of(log.sparkProperties().get("spark.jars").split(","));
+    assertThat(shipped)
+        .as("the connector from --packages was shipped to the executors, with stateshift's jar")
+        .anyMatch(jar -> jar.endsWith("/hadoop-aws-3.5.0.jar"))
+        .anyMatch(jar -> jar.contains("/awssdk/bundle/"))
+        .anyMatch(jar -> jar.endsWith("/stateshift.jar"));
     assertThat(log.stateshiftTasks()).anyMatch(t -> !t.succeeded());
     assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);
 
@@ -264,6 +297,40 @@ class StandaloneClusterTest {
           .containsExactlyElementsOf(oracleRows);
     } finally {
       s3.hadoopSettings().keySet().forEach(session::unset);
+    }
+  }
+
+  /** The names of the jars in the Workers' SPARK_HOME/jars. */
+  private static List<String> workerJars() throws Exception {
+    try (var jars = Files.list(cluster.sparkHome().resolve("jars"))) {
+      return jars.map(jar -> jar.getFileName().toString()).toList();
+    }
+  }
+
+  /** Where the launcher keeps what it resolved for {@code --packages coordinates}. */
+  private static Path packagesFolder(String coordinates) throws Exception {
+    byte[] sha1 =
+        java.security.MessageDigest.getInstance("SHA-1")
+            .digest(coordinates.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    String key = java.util.HexFormat.of().formatHex(sha1).substring(0, 16);
+    return ProjectFiles.root().resolve("spark-4.2/target/packages").resolve(key);
+  }
+
+  /**
+   * A task run again after its executor was lost counts once: no progress line reads more than its
+   * stage's tasks.
+   */
+  private static void assertProgressNeverPastItsTotal(String output) {
+    java.util.regex.Pattern line = java.util.regex.Pattern.compile(": (\\d+)/(\\d+)$");
+    List<String> progress =
+        output.lines().filter(l -> l.startsWith("  ") && line.matcher(l).find()).toList();
+    assertThat(progress).as("progress lines in:%n%s", output).isNotEmpty();
+    for (String l : progress) {
+      var m = line.matcher(l);
+      assertThat(m.find()).isTrue();
+      assertThat(Integer.parseInt(m.group(1)))
+          .as("progress line '%s'", l)
+          .isLessThanOrEqualTo(Integer.parseInt(m.group(2)));
     }
   }
 

@@ -397,7 +397,7 @@ public final class StandaloneCluster implements AutoCloseable {
     }
   }
 
-  static void deleteTree(Path root) throws IOException {
+  public static void deleteTree(Path root) throws IOException {
     if (!Files.exists(root, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       return;
     }
