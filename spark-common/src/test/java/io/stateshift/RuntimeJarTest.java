@@ -54,8 +54,8 @@ class RuntimeJarTest {
                 + System.getProperty("stateshift.line")
                 + "_"
                 + System.getProperty("stateshift.scala"));
-    // the POM `mvn install` publishes: the bundled core is no dependency of it
-    Path published = Path.of("dependency-reduced-pom.xml");
+    // the POM `mvn install` publishes (flattened): the core, compiled in, is no dependency of it
+    Path published = Path.of(".flattened-pom.xml");
     assertThat(published).isRegularFile();
     {
       String text = Files.readString(published);

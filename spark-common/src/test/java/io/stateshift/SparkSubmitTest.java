@@ -129,14 +129,8 @@ class SparkSubmitTest {
     Path dir = repo.resolve("io/stateshift").resolve(artifact).resolve(version);
     Files.createDirectories(dir);
     Files.copy(libraryJar, dir.resolve(artifact + "-" + version + ".jar"));
-    // the POM `mvn install` publishes (the bundled core left out), and its parent's
-    Files.copy(
-        Path.of("dependency-reduced-pom.xml"), dir.resolve(artifact + "-" + version + ".pom"));
-    Path parent = repo.resolve("io/stateshift/stateshift-parent").resolve(version);
-    Files.createDirectories(parent);
-    Files.copy(
-        ProjectFiles.root().resolve("pom.xml"),
-        parent.resolve("stateshift-parent-" + version + ".pom"));
+    // the POM `mvn install` publishes: flattened, so no parent is fetched
+    Files.copy(Path.of(".flattened-pom.xml"), dir.resolve(artifact + "-" + version + ".pom"));
     return repo;
   }
 

@@ -2,12 +2,12 @@ package io.stateshift.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.stateshift.testing.ProjectFiles;
+import io.stateshift.testing.Launcher;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
+import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,25 +56,16 @@ class LauncherLineTest {
 
   private record Result(int exit, String output) {}
 
+  /** The launcher with {@code env} instead of the line under test. */
   private Result launch(Map<String, String> env, String... args) throws Exception {
+    Map<String, String> only = new HashMap<>(env);
+    only.putIfAbsent("STATESHIFT_SPARK_LINE", null);
     Path log = tmp.resolve("launcher.log");
-    ProcessBuilder builder =
-        new ProcessBuilder(
-                concat(ProjectFiles.root().resolve("stateshift").toString(), List.of(args)))
-            .redirectErrorStream(true)
-            .redirectOutput(log.toFile());
-    builder.environment().remove("STATESHIFT_SPARK_LINE");
-    builder.environment().remove("SPARK_HOME");
-    builder.environment().putAll(env);
-    Process p = builder.start();
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("the launcher answers at once").isTrue();
-    return new Result(p.exitValue(), Files.readString(log));
-  }
-
-  private static List<String> concat(String first, List<String> rest) {
-    List<String> all = new java.util.ArrayList<>();
-    all.add(first);
-    all.addAll(rest);
-    return all;
+    long started = System.nanoTime();
+    int exit = Launcher.run(log, only, args);
+    assertThat(Duration.ofNanos(System.nanoTime() - started))
+        .as("the launcher answers at once, before any build")
+        .isLessThan(Duration.ofSeconds(30));
+    return new Result(exit, Files.readString(log));
   }
 }

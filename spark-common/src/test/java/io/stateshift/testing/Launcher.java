@@ -15,7 +15,10 @@ import java.util.concurrent.TimeUnit;
 public final class Launcher {
   private Launcher() {}
 
-  /** Runs it to its end with {@code env} added, stdout and stderr to {@code log}; its exit code. */
+  /**
+   * Runs it on the line under test ({@code STATESHIFT_SPARK_LINE}) to its end, with {@code env}
+   * added, stdout and stderr to {@code log}; its exit code.
+   */
   public static int run(Path log, Map<String, String> env, String... args) throws Exception {
     return run(log, log, env, args);
   }
@@ -29,7 +32,17 @@ public final class Launcher {
     ProcessBuilder builder = new ProcessBuilder(command).directory(ProjectFiles.root().toFile());
     // no class archive: each test build rewrites the jar, and recording one takes half a minute
     builder.environment().put("STATESHIFT_CLASS_ARCHIVE", "off");
-    builder.environment().putAll(env);
+    // the line under test, whatever the machine's SPARK_HOME says; a null in env removes a name
+    builder.environment().remove("SPARK_HOME");
+    builder.environment().put("STATESHIFT_SPARK_LINE", System.getProperty("stateshift.line"));
+    env.forEach(
+        (name, value) -> {
+          if (value == null) {
+            builder.environment().remove(name);
+          } else {
+            builder.environment().put(name, value);
+          }
+        });
     if (out.equals(log)) {
       builder.redirectErrorStream(true).redirectOutput(log.toFile());
     } else {
