@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -37,6 +38,7 @@ class SparkSubmitTest {
   @TempDir Path tmp;
 
   @Test
+  @Tag("cover") // every line's own spark-submit
   void submittedAppRestartsOnANewPartitionCountWithPackagesThenJars() throws Exception {
     Path libraryJar = builtJar("stateshift.libraryJar");
     Path runtimeJar = builtJar("stateshift.runtimeJar");
