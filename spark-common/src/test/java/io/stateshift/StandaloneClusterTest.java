@@ -54,7 +54,10 @@ import org.junit.jupiter.api.io.TempDir;
  * read it; the event log (as the history server reads it) tells where the tasks ran.
  */
 class StandaloneClusterTest {
-  private static final String HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.5.0";
+  /** The connector of the Hadoop the line's Spark runs on. */
+  private static final String HADOOP_AWS =
+      "org.apache.hadoop:hadoop-aws:" + System.getProperty("stateshift.hadoop");
+
   private static MiniDFSCluster hdfs;
   private static StandaloneCluster cluster;
   private static S3Server s3;
@@ -279,7 +282,8 @@ class StandaloneClusterTest {
     List<String> shipped = List.of(log.sparkProperties().get("spark.jars").split(","));
     assertThat(shipped)
         .as("the connector from --packages was shipped to the executors, with stateshift's jar")
-        .anyMatch(jar -> jar.endsWith("/hadoop-aws-3.5.0.jar"))
+        .anyMatch(
+            jar -> jar.endsWith("/hadoop-aws-" + System.getProperty("stateshift.hadoop") + ".jar"))
         .anyMatch(jar -> jar.contains("/awssdk/bundle/"))
         .anyMatch(jar -> jar.endsWith("/stateshift.jar"));
     assertThat(log.stateshiftTasks()).anyMatch(t -> !t.succeeded());

@@ -31,10 +31,13 @@ import org.apache.hadoop.fs.Path;
  * logs; on S3, where a PUT is atomic, they are written in place with one request.
  */
 public final class CheckpointFiles {
+  /** The connector's version must be the Hadoop's that Spark runs on: this one's. */
   private static final String CONNECTOR_HINT =
       "Add the file system's connector jar: "
           + "--jars <connector.jar,its dependencies> or --packages <group:artifact:version> (for "
-          + "s3a: --packages org.apache.hadoop:hadoop-aws:3.5.0), and name its class with --conf "
+          + "s3a: --packages org.apache.hadoop:hadoop-aws:"
+          + org.apache.hadoop.util.VersionInfo.getVersion()
+          + "), and name its class with --conf "
           + "spark.hadoop.fs.<scheme>.impl=<class> if the jar does not register it.";
 
   /** Hadoop's createFile() option for a create that fails when the file exists (hadoop 3.4.2+). */
