@@ -120,6 +120,19 @@ public record RepartitionJournal(
     return toFormatVersion != null && !toFormatVersion.equals(fromFormatVersion);
   }
 
+  /**
+   * The batches whose offset and commit log entries stateshift wrote itself, not a query: the last
+   * completed repartition's, and an interrupted attempt's once it is past STAGING (its switch
+   * writes them; a rollback deletes them last). An attempt in STAGING has written neither, so an
+   * entry of its batch is a query's.
+   */
+  public static java.util.Set<Long> ownLogBatches(CheckpointFiles files) {
+    java.util.Set<Long> own = new java.util.TreeSet<>();
+    RepartitionHistory.latest(files).ifPresent(last -> own.add(last.newBatch()));
+    read(files).filter(j -> j.phase() != Phase.STAGING).ifPresent(j -> own.add(j.newBatch()));
+    return own;
+  }
+
   /** The same attempt, writing the state in another state checkpoint format. */
   RepartitionJournal withFormatVersions(int from, int to) {
     return copy(

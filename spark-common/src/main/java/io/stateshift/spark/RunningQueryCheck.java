@@ -6,11 +6,13 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.QueryLease;
-import io.stateshift.protocol.RepartitionHistory;
+import io.stateshift.protocol.RepartitionJournal;
 import java.time.Instant;
 import java.util.Comparator;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
+import java.util.stream.Collectors;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
@@ -27,8 +29,9 @@ import org.apache.spark.sql.streaming.StreamingQuery;
  *   <li>a query in any process holds the {@link QueryLease} (queries run with
  *       StateShiftExtensions);
  *   <li>for queries run without the extension, a guess: the offset or commit log was written within
- *       the last {@link #DEFAULT_RECENT_WRITE_WINDOW_MS} ms. Unless explained (the query ran in
- *       this process and had ended by then, or an expired lease shows its holder died), this is
+ *       the last {@link #DEFAULT_RECENT_WRITE_WINDOW_MS} ms, in an entry stateshift did not write
+ *       (an interrupted attempt's own entries are not a query's). Unless explained (the query ran
+ *       in this process and had ended by then, or an expired lease shows its holder died), this is
  *       refused; {@code assumeStopped} overrides it for a user who knows the query is stopped.
  * </ol>
  *
@@ -107,16 +110,19 @@ final class RunningQueryCheck {
   }
 
   /**
-   * The most recently written file of the offset and commit logs, leaving out the entries of the
-   * last repartition's own batch: stateshift wrote them, no query did.
+   * The most recently written file of the offset and commit logs, leaving out the entries
+   * stateshift wrote itself ({@link RepartitionJournal#ownLogBatches}): the last repartition's
+   * batch, and an interrupted attempt's, whose entries are moments old when it is run again.
    */
   private static Optional<FileStatus> newestLogFile(CheckpointFiles files) {
-    String ownBatch =
-        RepartitionHistory.latest(files).map(last -> Long.toString(last.newBatch())).orElse(null);
+    Set<String> own =
+        RepartitionJournal.ownLogBatches(files).stream()
+            .map(String::valueOf)
+            .collect(Collectors.toSet());
     return java.util.stream.Stream.of("offsets", "commits")
         .flatMap(dir -> files.list(files.path(dir)).stream())
         .filter(FileStatus::isFile)
-        .filter(status -> !status.getPath().getName().equals(ownBatch))
+        .filter(status -> !own.contains(status.getPath().getName()))
         .max(Comparator.comparingLong(FileStatus::getModificationTime));
   }
 }
