@@ -41,22 +41,41 @@ public final class CheckpointVerifier {
         problems.add("file sink log " + log.location() + ": " + gap.explanation());
       }
     }
-    RepartitionJournal.read(files)
-        .ifPresent(
-            j ->
-                problems.add(
-                    "an interrupted "
-                        + (j.phase() == RepartitionJournal.Phase.ROLLING_BACK
-                            ? "rollback"
-                            : "repartition")
-                        + " (attempt "
-                        + j.attemptId()
-                        + ", phase "
-                        + j.phase()
-                        + ") must be finished: run "
-                        + "'stateshift repartition --partitions "
-                        + j.toPartitions()
-                        + "' again"));
+    Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isPresent()) {
+      RepartitionJournal j = pending.get();
+      String command = j.finishingCommand(files.root().toString());
+      if (j.phase() != RepartitionJournal.Phase.STAGING) {
+        // Its switch wrote (part of) batch j.newBatch() and the layout may be half new: what is
+        // to do is to finish it, not to run that batch as a query's unfinished one.
+        problems.add(
+            "an interrupted "
+                + j.kind()
+                + " to "
+                + (j.phase() == RepartitionJournal.Phase.ROLLING_BACK
+                    ? j.fromPartitions()
+                    : j.toPartitions())
+                + " partitions (attempt "
+                + j.attemptId()
+                + ", phase "
+                + j.phase()
+                + ", batch "
+                + j.newBatch()
+                + ") must be finished before the query starts: run '"
+                + command
+                + "' (or start the query with StateShiftExtensions, which finishes it first)");
+        return new VerificationReport(files.root().toString(), -1, 0, problems);
+      }
+      problems.add(
+          "an interrupted "
+              + j.kind()
+              + " (attempt "
+              + j.attemptId()
+              + ", phase STAGING) left its files beside the unchanged checkpoint: run '"
+              + command
+              + "' to remove them and run it again (a query started with StateShiftExtensions "
+              + "removes them too)");
+    }
     StateLayout layout;
     try {
       layout = StateLayout.read(spark, checkpoint, true);

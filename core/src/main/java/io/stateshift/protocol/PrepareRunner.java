@@ -54,13 +54,17 @@ public final class PrepareRunner {
           Reason.INVALID_PARTITION_COUNT,
           "The partition count must be at least 1, got " + target + ".");
     }
-    if (RepartitionJournal.read(files).isPresent()) {
+    java.util.Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isPresent()) {
       throw new StateShiftException(
           Reason.INTERRUPTED_REPARTITION,
-          "A repartition of "
+          "A "
+              + pending.get().kind()
+              + " of "
               + files.root()
-              + " is under way or was interrupted; finish it (run the same repartition again) "
-              + "before preparing another. Nothing was written.");
+              + " is under way or was interrupted; finish it ("
+              + pending.get().finishingCommand(files.root().toString())
+              + ") before preparing another. Nothing was written.");
     }
     String shareKey = StateShiftConf.PREPARE_CPU_SHARE.key();
     double share = StateShiftConf.PREPARE_CPU_SHARE.from(spark);

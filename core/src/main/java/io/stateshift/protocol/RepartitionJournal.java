@@ -133,6 +133,37 @@ public record RepartitionJournal(
     return own;
   }
 
+  /** What this attempt is, in a word: a repartition, a migration or a rollback. */
+  public String kind() {
+    if (phase == Phase.ROLLING_BACK) {
+      return "rollback";
+    }
+    return changesProvider() || changesFormat() ? "migration" : "repartition";
+  }
+
+  /**
+   * The command that finishes this attempt on the checkpoint at {@code root} (in STAGING: undoes it
+   * and runs the change again): the same repartition or migration; for a rollback, a repartition to
+   * the count it restores, which finishes the rollback and then has nothing to do.
+   */
+  public String finishingCommand(String root) {
+    String command = "./stateshift ";
+    if (phase == Phase.ROLLING_BACK) {
+      return command + "repartition --checkpoint " + root + " --partitions " + fromPartitions;
+    }
+    if (!changesProvider() && !changesFormat()) {
+      return command + "repartition --checkpoint " + root + " --partitions " + toPartitions;
+    }
+    command += "migrate --checkpoint " + root;
+    if (changesProvider()) {
+      command += " --provider " + ProviderMigration.optionName(toProvider);
+    }
+    if (changesFormat()) {
+      command += " --format-version " + toFormatVersion;
+    }
+    return fromPartitions == toPartitions ? command : command + " --partitions " + toPartitions;
+  }
+
   /** The same attempt, writing the state in another state checkpoint format. */
   RepartitionJournal withFormatVersions(int from, int to) {
     return copy(

@@ -408,14 +408,17 @@ public final class RepartitionRunner {
             : journal.get().phase() == RepartitionJournal.Phase.STAGING
                 ? "The checkpoint still starts with "
                     + journal.get().fromPartitions()
-                    + " partitions; running the same repartition again (or starting the query with "
-                    + "StateShiftExtensions) removes the unfinished attempt first."
+                    + " partitions; running the same command again ("
+                    + journal.get().finishingCommand(files.root().toString())
+                    + ", or starting the query with StateShiftExtensions) removes the unfinished "
+                    + "attempt first."
                 : "The switch to "
                     + journal.get().toPartitions()
                     + " partitions had begun (phase "
                     + journal.get().phase()
-                    + "); run the same repartition again, or start the query "
-                    + "with StateShiftExtensions, to finish it.";
+                    + "); run "
+                    + journal.get().finishingCommand(files.root().toString())
+                    + ", or start the query with StateShiftExtensions, to finish it.";
     return new StateShiftException(
         Reason.FAILED,
         "Repartitioning " + files.root() + " failed: " + e.getMessage() + ". " + where,

@@ -48,14 +48,17 @@ public final class Rollback {
       Consumer<String> progress) {
     long started = System.currentTimeMillis();
     Checkpoint checkpoint = Checkpoint.load(files);
-    if (RepartitionJournal.read(files).isPresent()) {
+    java.util.Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
+    if (pending.isPresent()) {
       throw new StateShiftException(
           Reason.INTERRUPTED_REPARTITION,
           "Checkpoint "
               + files.root()
-              + " has an interrupted repartition or rollback. Run "
-              + "'stateshift repartition' (or start the query with StateShiftExtensions) to finish "
-              + "it first.");
+              + " has an interrupted "
+              + pending.get().kind()
+              + ". Run '"
+              + pending.get().finishingCommand(files.root().toString())
+              + "' (or start the query with StateShiftExtensions) to finish it first.");
     }
     RepartitionJournal last =
         RepartitionHistory.latest(files)

@@ -161,7 +161,7 @@ public final class CheckpointDoctor {
             add(
                 Severity.ERROR,
                 "UNFINISHED_REPARTITION",
-                "A repartition of this checkpoint was interrupted",
+                "A " + j.kind() + " of this checkpoint was interrupted",
                 "_stateshift/journal: attempt "
                     + j.attemptId()
                     + " from "
@@ -173,15 +173,8 @@ public final class CheckpointDoctor {
                     + " (started "
                     + java.time.Instant.ofEpochMilli(j.startedAtMs())
                     + ")",
-                "Run `./stateshift "
-                    + (j.changesProvider()
-                        ? "migrate --checkpoint "
-                            + root
-                            + " --provider "
-                            + io.stateshift.protocol.ProviderMigration.optionName(j.toProvider())
-                        : "repartition --checkpoint " + root)
-                    + " --partitions "
-                    + j.toPartitions()
+                "Run `"
+                    + j.finishingCommand(root)
                     + "` to "
                     + (j.phase() == RepartitionJournal.Phase.STAGING
                         ? "undo it and repartition"
@@ -191,7 +184,12 @@ public final class CheckpointDoctor {
 
     long planned = checkpoint.lastPlannedBatch();
     long committed = checkpoint.lastCommittedBatch();
-    if (planned > committed) {
+    // the batch of an attempt past STAGING is the attempt's own, finished with it (above)
+    boolean attemptsBatch =
+        journal.isPresent()
+            && journal.get().phase() != RepartitionJournal.Phase.STAGING
+            && planned == journal.get().newBatch();
+    if (planned > committed && !attemptsBatch) {
       add(
           Severity.INFO,
           "PENDING_BATCH",
