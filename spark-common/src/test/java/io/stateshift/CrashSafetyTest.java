@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.ChildJvm;
-import io.stateshift.testing.CrashTestInput;
 import io.stateshift.testing.FaultyFileSystem;
 import io.stateshift.testing.RunningQueryMain;
 import io.stateshift.testing.SparkTestSession;
@@ -17,14 +16,15 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.TestFactory;
@@ -63,9 +63,7 @@ class CrashSafetyTest {
           "history");
 
   @TempDir static Path shared;
-  private static Path template;
-  private static List<String> oracle;
-  private static final Map<StateStores, Path> BASE = new EnumMap<>(StateStores.class);
+  private static CrashCases cases;
 
   private final SparkSession spark = SparkTestSession.get();
 
@@ -73,6 +71,11 @@ class CrashSafetyTest {
   private Path tmp;
 
   private long caseStarted;
+
+  @BeforeAll
+  static void sharedCases() {
+    cases = new CrashCases(SparkTestSession.get(), shared);
+  }
 
   /** Every write step; on both stores under -Pextended, else the stores take turns. */
   static Stream<Arguments> killPoints() {
@@ -324,108 +327,37 @@ class CrashSafetyTest {
     return tmp.resolve("checkpoint");
   }
 
-  /**
-   * A case's own copy of the store's base checkpoint and sink. The input folder is the same for
-   * every case (the file source's log names its files by absolute path), reset to the first two
-   * files; cases run one after another.
-   */
+  /** A case's own copy of the store's base checkpoint and sink, the input reset (CrashCases). */
   private StreamRun caseFrom(StateStores store) throws IOException {
-    Path base = base(store);
+    Path base = cases.base(store);
     caseStarted = System.currentTimeMillis();
     tmp = Files.createTempDirectory(shared, "case");
     CheckpointTrees.copyWithoutChecksums(base.resolve("checkpoint"), checkpoint());
     CheckpointTrees.copyWithoutChecksums(base.resolve("sink"), tmp.resolve("sink"));
-    resetInput();
-    return new StreamRun(spark, input());
+    return cases.newRun();
   }
 
   private static Path input() {
-    return shared.resolve("input");
-  }
-
-  private static void resetInput() throws IOException {
-    if (Files.exists(input())) {
-      try (Stream<Path> files = Files.list(input())) {
-        for (Path file : (Iterable<Path>) files::iterator) {
-          Files.delete(file);
-        }
-      }
-    }
-    addInput(0);
-    addInput(1);
+    return cases.input();
   }
 
   private static void addInput(int index) throws IOException {
-    String name = String.format("events-%04d.json", index);
-    Files.createDirectories(input());
-    Files.copy(template.resolve(name), input().resolve(name));
+    cases.addInput(index);
   }
 
-  /**
-   * Restarts the query (with StateShiftExtensions, as in production; no partition setting), which
-   * finishes or undoes the interrupted attempt; then repartitions again to completion; then checks
-   * the whole output against the uninterrupted oracle.
-   */
+  /** {@link CrashCases#restartAndCheck} on the case's checkpoint. */
   private void restartAndCheck(StreamRun run, StateStores store, int expected) throws IOException {
-    Path sink = tmp.resolve("sink");
-    addInput(2);
-    List<StreamingQueryProgress> restarted =
-        run.runAvailable(
-            StatefulQueries.WINDOWED_COUNT, checkpoint(), sink, store.withPartitions(7));
-    assertThat(StreamRun.stateInstances(restarted))
-        .as("state partitions after the restart")
-        .containsOnly((long) expected);
-    assertThat(checkpoint().resolve("_stateshift/journal")).doesNotExist();
-    assertThat(checkpoint().resolve("_stateshift/journal.previous")).doesNotExist();
-    // Operator metadata v1 survives every failure with the count the query runs with.
-    assertThat(checkpoint().resolve("state/0/_metadata/metadata")).exists();
-    StateAssertions.assertMetadataReports(spark, checkpoint().toString(), expected);
-
-    int next = expected == TO ? AGAIN : TO;
-    RepartitionResult again =
-        StateShift.get(spark)
-            .repartitionState(checkpoint().toString())
-            .toPartitions(next)
-            .execute();
-    assertThat(again.toPartitions()).isEqualTo(next);
-    assertThat(StateShift.get(spark).verify(checkpoint().toString()).problems()).isEmpty();
-    addInput(3);
-    addInput(4);
-    addInput(5);
-    List<StreamingQueryProgress> last =
-        run.runAvailable(
-            StatefulQueries.WINDOWED_COUNT, checkpoint(), sink, store.withPartitions(7));
-    assertThat(StreamRun.stateInstances(last)).containsOnly((long) next);
-    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
-        .containsExactlyElementsOf(oracle());
+    cases.restartAndCheck(
+        run,
+        store,
+        checkpoint().toString(),
+        FileSystem.getLocal(spark.sparkContext().hadoopConfiguration()),
+        tmp.resolve("sink"),
+        expected);
   }
 
-  /** The input files (four slices of events and two flush files) and the oracle, built once. */
-  private synchronized List<String> oracle() {
-    if (oracle == null) {
-      CrashTestInput built = CrashTestInput.build(spark, shared.resolve("oracle"));
-      oracle = built.oracle();
-      template = built.input();
-    }
-    return oracle;
-  }
-
-  /** The store's checkpoint after the first two input files, with {@link #FROM} partitions. */
-  private synchronized Path base(StateStores store) throws IOException {
-    oracle();
-    Path base = BASE.get(store);
-    if (base == null) {
-      base = shared.resolve("base-" + store);
-      resetInput();
-      new StreamRun(spark, input())
-          .runAvailable(
-              StatefulQueries.WINDOWED_COUNT,
-              base.resolve("checkpoint"),
-              base.resolve("sink"),
-              store.withPartitions(FROM));
-      BASE.put(store, base);
-    }
-    return base;
+  private List<String> oracle() {
+    return cases.oracle();
   }
 
   private String relative(String path) {

@@ -4,26 +4,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.ChildJvm;
-import io.stateshift.testing.CrashTestInput;
 import io.stateshift.testing.S3KillSwitch;
 import io.stateshift.testing.S3Server;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
-import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.FileUtil;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -108,10 +103,8 @@ class S3CrashSafetyTest {
 
   @TempDir static Path shared;
   private static S3Server s3;
-  private static Path template;
-  private static List<String> oracle;
-  private static final Map<StateStores, Path> BASE = new EnumMap<>(StateStores.class);
-  private static int cases;
+  private static CrashCases cases;
+  private static int caseCount;
 
   private final SparkSession spark = SparkTestSession.get();
   private Path tmp;
@@ -120,6 +113,7 @@ class S3CrashSafetyTest {
   @BeforeAll
   static void startS3() throws Exception {
     s3 = S3Server.startForTestSession(shared.resolve("s3"));
+    cases = new CrashCases(SparkTestSession.get(), shared);
   }
 
   @AfterAll
@@ -215,40 +209,15 @@ class S3CrashSafetyTest {
     return text;
   }
 
-  /**
-   * Restarts the query (with StateShiftExtensions, no partition setting), which finishes or undoes
-   * the interrupted attempt; repartitions again to completion; then checks the whole output against
-   * the uninterrupted oracle.
-   */
+  /** {@link CrashCases#restartAndCheck} on the case's checkpoint on S3. */
   private void restartAndCheck(StreamRun run, StateStores store, int expected) throws Exception {
-    Path sink = tmp.resolve("sink");
-    addInput(2);
-    List<StreamingQueryProgress> restarted =
-        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
-    assertThat(StreamRun.stateInstances(restarted))
-        .as("state partitions after the restart")
-        .containsOnly((long) expected);
-    FileSystem fs = s3.fileSystem(spark.sparkContext().hadoopConfiguration());
-    assertThat(fs.exists(new org.apache.hadoop.fs.Path(checkpoint + "/_stateshift/journal")))
-        .isFalse();
-    assertThat(
-            fs.exists(new org.apache.hadoop.fs.Path(checkpoint + "/_stateshift/journal.previous")))
-        .isFalse();
-    StateAssertions.assertMetadataReports(spark, checkpoint, expected);
-
-    int next = expected == TO ? AGAIN : TO;
-    RepartitionResult again =
-        StateShift.get(spark).repartitionState(checkpoint).toPartitions(next).execute();
-    assertThat(again.toPartitions()).isEqualTo(next);
-    assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
-    addInput(3);
-    addInput(4);
-    addInput(5);
-    List<StreamingQueryProgress> last =
-        run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, store.withPartitions(7));
-    assertThat(StreamRun.stateInstances(last)).containsOnly((long) next);
-    assertThat(run.sinkRows(sink, StatefulQueries.WINDOWED_COUNT))
-        .containsExactlyElementsOf(oracle());
+    cases.restartAndCheck(
+        run,
+        store,
+        checkpoint,
+        s3.fileSystem(spark.sparkContext().hadoopConfiguration()),
+        tmp.resolve("sink"),
+        expected);
   }
 
   /**
@@ -257,9 +226,9 @@ class S3CrashSafetyTest {
    * absolute path).
    */
   private StreamRun caseFrom(StateStores store) throws Exception {
-    Path base = base(store);
+    Path base = cases.base(store);
     tmp = Files.createTempDirectory(shared, "case");
-    String key = "case-" + (++cases) + "/checkpoint";
+    String key = "case-" + (++caseCount) + "/checkpoint";
     checkpoint = s3.uri(key);
     Configuration conf = spark.sparkContext().hadoopConfiguration();
     FileSystem local = FileSystem.getLocal(conf);
@@ -271,57 +240,6 @@ class S3CrashSafetyTest {
         new org.apache.hadoop.fs.Path(tmp.resolve("sink").toUri()),
         false,
         conf);
-    resetInput();
-    return new StreamRun(spark, input());
-  }
-
-  private static Path input() {
-    return shared.resolve("input");
-  }
-
-  private static void resetInput() throws Exception {
-    if (Files.exists(input())) {
-      try (Stream<Path> files = Files.list(input())) {
-        for (Path file : (Iterable<Path>) files::iterator) {
-          Files.delete(file);
-        }
-      }
-    }
-    addInput(0);
-    addInput(1);
-  }
-
-  private static void addInput(int index) throws Exception {
-    String name = String.format("events-%04d.json", index);
-    Files.createDirectories(input());
-    Files.copy(template.resolve(name), input().resolve(name));
-  }
-
-  /** The input files and the oracle, built once (as in {@link CrashSafetyTest}). */
-  private synchronized List<String> oracle() {
-    if (oracle == null) {
-      CrashTestInput built = CrashTestInput.build(spark, shared.resolve("oracle"));
-      oracle = built.oracle();
-      template = built.input();
-    }
-    return oracle;
-  }
-
-  /** The store's checkpoint after the first two input files, {@link #FROM} partitions, local. */
-  private synchronized Path base(StateStores store) throws Exception {
-    oracle();
-    Path base = BASE.get(store);
-    if (base == null) {
-      base = shared.resolve("base-" + store);
-      resetInput();
-      new StreamRun(spark, input())
-          .runAvailable(
-              StatefulQueries.WINDOWED_COUNT,
-              base.resolve("checkpoint"),
-              base.resolve("sink"),
-              store.withPartitions(FROM));
-      BASE.put(store, base);
-    }
-    return base;
+    return cases.newRun();
   }
 }
