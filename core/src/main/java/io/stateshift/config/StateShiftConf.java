@@ -447,7 +447,8 @@ public final class StateShiftConf {
           "spark.stateshift.recentWriteWindowMs",
           120_000L,
           "A checkpoint whose offset or commit log was written less than this ago is taken for a"
-              + " running query and refused.");
+              + " running query and refused (entries stateshift wrote itself, an interrupted"
+              + " attempt's included, do not count).");
 
   // ---- Doctor ----
 
