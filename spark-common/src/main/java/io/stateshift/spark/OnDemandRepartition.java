@@ -17,6 +17,7 @@ import io.stateshift.protocol.QueryLease;
 import io.stateshift.protocol.RepartitionJournal;
 import io.stateshift.protocol.RepartitionRunner;
 import io.stateshift.protocol.SinkLogGaps;
+import io.stateshift.spark.line.StateCalls;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
@@ -43,8 +44,7 @@ import org.slf4j.LoggerFactory;
 public final class OnDemandRepartition extends StreamingQueryListener {
   static final String STATE_PARTITIONS = StateShiftExtensions.STATE_PARTITIONS;
   static final String PROGRESS_KEY = StateShiftExtensions.PROGRESS_KEY;
-  static final String INTERNAL_STATE_PARTITIONS =
-      "spark.sql.streaming.internal.stateStore.partitions";
+  static final String INTERNAL_STATE_PARTITIONS = StateCalls.NEW_CHECKPOINT_PARTITIONS;
   private static final Logger LOG = LoggerFactory.getLogger(OnDemandRepartition.class);
   private static final Map<SparkSession, OnDemandRepartition> INSTALLED = new WeakHashMap<>();
   private static final Map<UUID, RepartitionResult> LAST_BY_QUERY = new ConcurrentHashMap<>();
@@ -123,7 +123,8 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       }
       Integer partitions = wanted == null || wanted.isBlank() ? null : parse(wanted);
       if (partitions != null) {
-        // A new checkpoint takes its count from this internal setting (absent an offset log).
+        // A new checkpoint takes its count from this setting (absent an offset log): an internal
+        // one since 4.1, the query session's shuffle partitions on 4.0.
         execution
             .sparkSessionForStream()
             .conf()

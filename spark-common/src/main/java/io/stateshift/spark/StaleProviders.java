@@ -2,6 +2,7 @@ package io.stateshift.spark;
 
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
+import io.stateshift.spark.line.StateCalls;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -12,7 +13,6 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.function.Function;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
@@ -102,7 +102,7 @@ final class StaleProviders {
         return location;
       }
       for (StateStoreProviderId id : ids) {
-        StateStore.doMaintenanceAndUnload(id);
+        StateCalls.unloadProvider(id);
       }
       return "";
     }

@@ -1,6 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -134,7 +135,7 @@ final class RocksDbDirectCommit {
       Path storeDir = store.storeCheckpointLocation();
       FileSystem fs = storeDir.getFileSystem(hadoopConf);
       if (("s3a".equals(fs.getScheme()) || fs instanceof LocalFileSystem)
-          && !scope.conf().fileChecksumEnabled()) {
+          && !StateCalls.fileChecksumEnabled(scope.conf())) {
         uploadDirectly(fs, storeDir, files, dir, version, rows, mapping, scope);
         return;
       }
@@ -142,21 +143,12 @@ final class RocksDbDirectCommit {
         // Spark's upload creates the folder with the first SST file; an empty version has none
         fs.mkdirs(storeDir);
       }
-      files.saveCheckpointToDfs(
-          dir,
-          version,
-          rows,
-          0L,
-          mapping,
-          scala.Option.apply(ScalaBridge.emptyMap()),
-          scala.Option.apply((Object) (short) 0),
-          ScalaBridge.none(),
-          scope.conf().verifyNonEmptyFilesInZip());
+      StateCalls.saveCheckpointToDfs(files, scope.conf(), dir, version, rows, mapping);
     } catch (IOException e) {
       throw new UncheckedIOException(
           "Cannot upload version " + version + " of " + store + ": " + e.getMessage(), e);
     } finally {
-      files.close();
+      StateCalls.close(files);
     }
   }
 
@@ -228,7 +220,7 @@ final class RocksDbDirectCommit {
     metadata.writeToFile(metadataFile);
     List<File> zipped = new ArrayList<>(ScalaBridge.javaList(local._2()));
     zipped.add(metadataFile);
-    boolean verifyNonEmpty = scope.conf().verifyNonEmptyFilesInZip();
+    boolean verifyNonEmpty = StateCalls.verifyNonEmptyFilesInZip(scope.conf());
     for (File file : zipped) {
       if (verifyNonEmpty && !file.getName().endsWith(".log") && file.length() == 0) {
         throw new IllegalStateException(

@@ -1,5 +1,6 @@
 package io.stateshift.spark.state;
 
+import io.stateshift.spark.line.StateCalls;
 import java.lang.reflect.Field;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
@@ -16,14 +17,22 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 final class RocksDbInternals {
   private static final Field NATIVE_DB = field("db", org.rocksdb.RocksDB.class);
   private static final Field KEYS_ON_WRITING_VERSION = field("numKeysOnWritingVersion", long.class);
-  private static final String PROBLEM =
-      NATIVE_DB == null || KEYS_ON_WRITING_VERSION == null
-          ? "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field 'db' "
-              + "(org.rocksdb.RocksDB) or 'numKeysOnWritingVersion' (long); this Spark version's "
-              + "internals differ from 4.2"
-          : null;
+  private static final String PROBLEM = problemOf();
 
   private RocksDbInternals() {}
+
+  /** The line's own reason (4.0: StateCalls), else missing fields, else none. */
+  private static String problemOf() {
+    if (StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE != null) {
+      return StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE;
+    }
+    if (NATIVE_DB == null || KEYS_ON_WRITING_VERSION == null) {
+      return "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field 'db' "
+          + "(org.rocksdb.RocksDB) or 'numKeysOnWritingVersion' (long); this Spark version's "
+          + "internals differ from 4.2";
+    }
+    return null;
+  }
 
   static boolean available() {
     return PROBLEM == null;

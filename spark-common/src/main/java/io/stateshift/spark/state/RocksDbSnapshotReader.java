@@ -1,6 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -127,14 +128,16 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       Map<String, ListedFile> listed) {
     Path zip = zipOf(store, version, checkpointId);
     RocksDBCheckpointMetadata metadata =
-        scope.conf().fileChecksumEnabled() ? null : fetched(zip, store, dir, hadoopConf, listed);
+        StateCalls.fileChecksumEnabled(scope.conf())
+            ? null
+            : fetched(zip, store, dir, hadoopConf, listed);
     if (metadata == null) {
       RocksDBFileManager files = scope.fileManager(store, hadoopConf);
       try {
         metadata =
             files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
       } finally {
-        files.close();
+        StateCalls.close(files);
       }
     }
     return metadata;

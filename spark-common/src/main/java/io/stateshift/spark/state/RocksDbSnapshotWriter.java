@@ -1,6 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.line.StoreCalls;
 import java.io.File;
 import java.io.Serializable;
@@ -153,7 +154,7 @@ final class RocksDbSnapshotWriter {
   }
 
   private static Written ingest(RocksDB db, Iterator<byte[]> records, TaskTimer timer) {
-    File sst = new File(db.localRootDir(), "stateshift-" + UUID.randomUUID() + ".sst");
+    File sst = new File(StateCalls.localRootDir(db), "stateshift-" + UUID.randomUUID() + ".sst");
     long rows = 0;
     long bytes = 0;
     try {

@@ -5,6 +5,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
 import java.io.File;
@@ -79,7 +80,8 @@ final class RocksDbSstExchange {
    */
   static ReadOutcome split(SplitTask task, ReadStateStore store) {
     RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-    return split(task, RocksDbInternals.nativeDb(db), db.rocksDbOptions(), db.localRootDir());
+    return split(
+        task, RocksDbInternals.nativeDb(db), db.rocksDbOptions(), StateCalls.localRootDir(db));
   }
 
   /** The native database under a loaded RocksDB read store. */
@@ -501,7 +503,13 @@ final class RocksDbSstExchange {
             List<String> local = new ArrayList<>();
             try {
               mergeInto(
-                  local, files, db.localRootDir(), db.rocksDbOptions(), hadoopConf, rows, spec);
+                  local,
+                  files,
+                  StateCalls.localRootDir(db),
+                  db.rocksDbOptions(),
+                  hadoopConf,
+                  rows,
+                  spec);
               timer.lap("merge");
               if (!local.isEmpty()) {
                 try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {

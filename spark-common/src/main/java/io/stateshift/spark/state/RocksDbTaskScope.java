@@ -1,7 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
-import io.stateshift.spark.line.StoreCalls;
+import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -66,22 +66,18 @@ final class RocksDbTaskScope implements AutoCloseable {
 
   /** Spark's file manager for one store partition's folder in the checkpoint; close it after. */
   RocksDBFileManager fileManager(StateStoreId store, Configuration hadoopConf) {
-    RocksDBConf conf = spark.conf();
     // Its own local folder is only used to delete old versions, which this never does.
-    return new RocksDBFileManager(
+    return StateCalls.fileManager(
         store.storeCheckpointLocation().toString(),
-        new File(spark.localRootDir(), "unused-" + UUID.randomUUID()),
+        new File(localRootDir(), "unused-" + UUID.randomUUID()),
         hadoopConf,
-        conf.compressionCodec(),
-        store.toString(),
-        conf.stateStoreConf(),
-        conf.fileChecksumEnabled(),
-        StoreCalls.fileChecksumThreadPoolSize(conf));
+        spark.conf(),
+        store.toString());
   }
 
   /** A new, empty local folder, removed with the scope if not before. */
   File newLocalDir(String prefix) {
-    File dir = new File(spark.localRootDir(), prefix + "-" + UUID.randomUUID());
+    File dir = new File(localRootDir(), prefix + "-" + UUID.randomUUID());
     if (!dir.mkdirs()) {
       throw new UncheckedIOException(new IOException("Cannot create the local folder " + dir));
     }
@@ -90,7 +86,7 @@ final class RocksDbTaskScope implements AutoCloseable {
 
   /** The scope's local folder, for files whose unique names need no folder of their own. */
   File localRootDir() {
-    return spark.localRootDir();
+    return StateCalls.localRootDir(spark);
   }
 
   /**

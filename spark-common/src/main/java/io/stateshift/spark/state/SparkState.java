@@ -10,10 +10,9 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.LayoutReading;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.checkpoint.spi.StateCount;
+import io.stateshift.spark.line.StateCalls;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.operators.stateful.join.SymmetricHashJoinStateManager$;
-import scala.Option;
 
 /** The state side of Spark 4.2's SparkLine: schemas, stores and the state exchanges. */
 public final class SparkState {
@@ -33,14 +32,11 @@ public final class SparkState {
    * an array whose entries are their positions.
    */
   public static int checkpointIdPosition(String storeName) {
-    String[][] probe = {{"0", "1", "2", "3"}};
-    Option<String> position =
-        SymmetricHashJoinStateManager$.MODULE$.getStateStoreCheckpointId(
-            storeName, 0, Option.apply(probe), false);
-    if (position.isEmpty()) {
+    int position = StateCalls.joinCheckpointIdPosition(storeName);
+    if (position < 0) {
       throw new IllegalArgumentException("no checkpoint id position for store " + storeName);
     }
-    return Integer.parseInt(position.get());
+    return position;
   }
 
   public static int partitionKeyColumns(StoreSpec store) {

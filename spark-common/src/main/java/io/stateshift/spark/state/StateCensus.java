@@ -3,6 +3,7 @@ package io.stateshift.spark.state;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.StateCount;
+import io.stateshift.spark.line.StateCalls;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.List;
@@ -95,7 +96,7 @@ final class StateCensus implements Serializable {
         rows.close();
         return new StateCount(task.slot(), task.partition(), count, bytes, misplaced);
       } finally {
-        store.release();
+        StateCalls.release(store);
       }
     } finally {
       provider.close();

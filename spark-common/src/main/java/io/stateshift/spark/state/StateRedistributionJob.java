@@ -8,6 +8,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.spark.line.StateCalls;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -970,7 +971,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             }
             return RocksDbSstExchange.split(split, store);
           } finally {
-            store.release();
+            StateCalls.release(store);
           }
         } finally {
           provider.close();
@@ -1153,7 +1154,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
                 context -> {
                   timer.lap("iterate+shuffle-write");
                   rows.close();
-                  store.release();
+                  StateCalls.release(store);
                   provider.close();
                   timer.lap("close");
                   timer.report();

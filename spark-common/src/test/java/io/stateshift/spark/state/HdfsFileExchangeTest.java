@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
+import io.stateshift.spark.line.StateCalls;
 import io.stateshift.testing.SparkTestSession;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -277,7 +278,7 @@ class HdfsFileExchangeTest {
         state.put(pair.key().getInt(0), pair.value().getLong(0));
       }
       rows.close();
-      store.release();
+      StateCalls.release(store);
       return state;
     } finally {
       provider.close();

@@ -6,6 +6,7 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.StateCalls;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -183,7 +184,7 @@ class RocksDbDirectPathsTest {
             RocksDbInternals.nativeDb(
                 ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance()));
       } finally {
-        store.release();
+        StateCalls.release(store);
       }
     } finally {
       provider.close();

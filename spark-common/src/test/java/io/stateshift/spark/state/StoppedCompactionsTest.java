@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.spark.line.StateCalls;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -65,7 +66,8 @@ class StoppedCompactionsTest {
         assertThat(level0Files(db)).as("Spark's own load compacts them").isLessThan(4);
         sparksRows = rows(store);
       } finally {
-        store.release(); // else closing the provider waits two minutes and hides the failure
+        StateCalls.release(
+            store); // else closing the provider waits two minutes and hides the failure
       }
     } finally {
       sparks.close();
@@ -83,7 +85,7 @@ class StoppedCompactionsTest {
         assertThat(atLoad).isGreaterThanOrEqualTo(4);
         assertThat(rows(store)).as("every key still read").isEqualTo(sparksRows).isPositive();
       } finally {
-        store.release();
+        StateCalls.release(store);
       }
     } finally {
       ours.close();

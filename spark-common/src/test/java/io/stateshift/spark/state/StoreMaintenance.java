@@ -4,6 +4,7 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.StateCalls;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
@@ -37,7 +38,7 @@ public final class StoreMaintenance {
         StateStoreProvider provider =
             StateStores.open(files.path("state").toString(), spec, p, storeConf, files.conf());
         try {
-          provider.getReadStore(version, ScalaBridge.none()).release();
+          StateCalls.release(provider.getReadStore(version, ScalaBridge.none()));
           provider.doMaintenance();
         } finally {
           provider.close();
