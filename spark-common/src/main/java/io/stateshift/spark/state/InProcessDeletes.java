@@ -1,6 +1,8 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.config.StateShiftConf;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
 import org.apache.spark.TaskContext;
 import org.apache.spark.network.util.JavaUtils;
 import org.apache.spark.util.TaskCompletionListener;
@@ -16,7 +18,9 @@ import org.apache.spark.util.TaskCompletionListener;
  * likewise does not follow symbolic links. The choice hangs on one public flag, {@code
  * JavaUtils.isUnix}, which nothing else reads: it is off while at least one stateshift task runs in
  * this JVM and restored when the last one ends. Other work in the same JVM meanwhile deletes
- * through the Java path too, with the same result. {@value #CONF} = false keeps the processes.
+ * through the Java path too, with the same result. {@value #CONF} = false keeps the processes. The
+ * flag is reached by reflection: Spark 4.0 has none (its deletes have no switch), and there this
+ * class does nothing.
  */
 final class InProcessDeletes {
   /** Spark conf: {@code false} keeps Spark's {@code rm -rf} processes in stateshift's tasks. */
@@ -24,21 +28,51 @@ final class InProcessDeletes {
 
   private static final Object LOCK = new Object();
 
-  /** False where the flag is missing or final (another Spark version): the processes stay. */
-  private static final boolean SWITCHABLE = flagCanBeSet();
+  /** Spark's public static flag, or null where it is missing or final (4.0): processes stay. */
+  private static final Field FLAG = flag();
+
+  private static final boolean SWITCHABLE = FLAG != null;
 
   private static int tasksUsing;
   private static boolean flagBefore;
 
   private InProcessDeletes() {}
 
-  private static boolean flagCanBeSet() {
+  private static Field flag() {
     try {
-      boolean value = JavaUtils.isUnix;
-      JavaUtils.isUnix = value;
-      return true;
-    } catch (LinkageError e) {
+      Field field = JavaUtils.class.getField("isUnix");
+      int modifiers = field.getModifiers();
+      if (field.getType() != boolean.class
+          || !Modifier.isStatic(modifiers)
+          || Modifier.isFinal(modifiers)) {
+        return null;
+      }
+      field.setBoolean(null, field.getBoolean(null));
+      return field;
+    } catch (ReflectiveOperationException | LinkageError | SecurityException e) {
+      return null;
+    }
+  }
+
+  private static boolean getFlag() {
+    if (FLAG == null) {
       return false;
+    }
+    try {
+      return FLAG.getBoolean(null);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void setFlag(boolean value) {
+    if (FLAG == null) {
+      return;
+    }
+    try {
+      FLAG.setBoolean(null, value);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException(e);
     }
   }
 
@@ -55,8 +89,8 @@ final class InProcessDeletes {
   static void acquire() {
     synchronized (LOCK) {
       if (tasksUsing++ == 0) {
-        flagBefore = JavaUtils.isUnix;
-        JavaUtils.isUnix = false;
+        flagBefore = getFlag();
+        setFlag(false);
       }
     }
   }
@@ -67,9 +101,19 @@ final class InProcessDeletes {
         throw new IllegalStateException("release without acquire");
       }
       if (--tasksUsing == 0) {
-        JavaUtils.isUnix = flagBefore;
+        setFlag(flagBefore);
       }
     }
+  }
+
+  /** Whether this Spark has the flag (not 4.0), for tests. */
+  static boolean switchable() {
+    return SWITCHABLE;
+  }
+
+  /** Spark's {@code JavaUtils.isUnix} now, false where there is none (for tests). */
+  static boolean flagValue() {
+    return getFlag();
   }
 
   /** Whether stateshift's tasks hold the flag off right now (for tests). */

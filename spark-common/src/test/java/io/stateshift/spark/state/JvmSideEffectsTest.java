@@ -16,7 +16,6 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.spark.network.util.JavaUtils;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.Test;
@@ -26,8 +25,8 @@ import org.rocksdb.Priority;
 
 /**
  * A repartition inside a user's application leaves the JVM as it found it: Spark's static {@code
- * JavaUtils.isUnix} and the sizes of RocksDB's process-wide background pools are the same after an
- * on-demand repartition, and after a failed one, as before.
+ * InProcessDeletes.flagValue()} and the sizes of RocksDB's process-wide background pools are the
+ * same after an on-demand repartition, and after a failed one, as before.
  */
 class JvmSideEffectsTest {
   @TempDir Path tmp;
@@ -39,7 +38,7 @@ class JvmSideEffectsTest {
     static JvmState now() {
       Env env = Env.getDefault();
       return new JvmState(
-          JavaUtils.isUnix,
+          InProcessDeletes.flagValue(),
           env.getBackgroundThreads(Priority.LOW),
           env.getBackgroundThreads(Priority.HIGH));
     }
