@@ -84,7 +84,7 @@ public final class StateShiftCatalog implements ProcedureCatalog {
     return procedure.get();
   }
 
-  @Override
+  // ProcedureCatalog's since 4.1; on 4.0 a method of this class alone
   public Identifier[] listProcedures(String[] namespace) {
     if (!inSystemNamespace(namespace)) {
       return new Identifier[0];
