@@ -25,16 +25,16 @@ class LauncherLineTest {
     assertThat(r.exit).isEqualTo(2);
     assertThat(r.output)
         .contains("STATESHIFT_SPARK_LINE names Spark line '5.9'")
-        .contains("4.1, 4.2");
+        .contains("4.0, 4.1, 4.2");
   }
 
   @Test
   void theFirstOptionWinsOverTheEnvironment() throws Exception {
-    Result r = launch(Map.of("STATESHIFT_SPARK_LINE", "4.2"), "--spark-line", "4.0", "classpath");
+    Result r = launch(Map.of("STATESHIFT_SPARK_LINE", "4.2"), "--spark-line", "3.5", "classpath");
     assertThat(r.exit).isEqualTo(2);
     assertThat(r.output)
         .contains(
-            "--spark-line names Spark line 4.0, which this build of stateshift does not have");
+            "--spark-line names Spark line 3.5, which this build of stateshift does not have");
   }
 
   @Test
