@@ -7,6 +7,7 @@ import io.stateshift.fixtures.OldSparkFixtures;
 import io.stateshift.fixtures.OldSparkFixtures.Query;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.CheckpointTrees;
+import io.stateshift.testing.ProjectFiles;
 import io.stateshift.testing.SparkTestSession;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -206,7 +207,10 @@ class OldSparkCheckpointTest {
 
   /** Copies a committed fixture (and its version's input) into the test's folder. */
   private Path copyFixture(String version, String folder, Path input) throws IOException {
-    Path root = Path.of("src/test/resources/old-checkpoints", version);
+    Path root =
+        ProjectFiles.root()
+            .resolve("spark-common/src/test/resources/old-checkpoints")
+            .resolve(version);
     assertThat(root.resolve(folder)).as("fixture; run fixtures/regenerate").isDirectory();
     CheckpointTrees.copy(root.resolve("input"), input);
     Path copy = tmp.resolve(folder);
