@@ -27,8 +27,7 @@ record BuildInfo(
 
   /** The Spark line, {@code 4.2} for 4.2.0. */
   String sparkLine() {
-    String[] parts = sparkVersion.split("\\.");
-    return parts.length >= 2 ? parts[0] + "." + parts[1] : sparkVersion;
+    return io.stateshift.checkpoint.spi.SparkLines.lineOf(sparkVersion);
   }
 
   String text() {
