@@ -8,7 +8,7 @@ import java.util.Optional;
  * _stateshift/history}. Figures a record does not hold (records written by older versions, or a
  * repartition finished by a later run after an interruption) are -1 or empty.
  *
- * @param kind a repartition or a rollback
+ * @param kind a repartition (or migration), an edit, or a rollback
  * @param outcome how it ended
  * @param attemptId the id of the repartition attempt (a rollback carries the id of the repartition
  *     it undid)
@@ -24,6 +24,8 @@ import java.util.Optional;
  * @param user the user the Spark application ran as, or empty
  * @param rolledBack for a completed repartition: whether a later rollback undid it
  * @param message for a failure: the error; for a run finished after an interruption: a note
+ * @param change for an edit (and the rollback of one): what it changed, the predicate and the
+ *     counts, never a deleted value
  */
 public record HistoryEntry(
     Kind kind,
@@ -40,11 +42,14 @@ public record HistoryEntry(
     String application,
     String user,
     boolean rolledBack,
-    Optional<String> message) {
+    Optional<String> message,
+    Optional<String> change) {
 
   /** What was done. */
   public enum Kind {
     REPARTITION,
+    /** Entries deleted from the state (stateshift edit), under the same protocol. */
+    EDIT,
     ROLLBACK
   }
 
@@ -90,6 +95,7 @@ public record HistoryEntry(
           .append(application.isEmpty() ? "?" : application);
     }
     out.append("  attempt ").append(attemptId);
+    change.ifPresent(c -> out.append("\n    ").append(c));
     message.ifPresent(m -> out.append("\n    ").append(m));
     return out.toString();
   }

@@ -43,6 +43,23 @@ public final class StateShift {
   }
 
   /**
+   * Starts describing a read of the saved state of a stopped query, as data: {@code
+   * readState(cp).operator(0).load()} gives a Dataset of its entries; see {@link ReadState}.
+   */
+  public ReadState readState(String checkpointLocation) {
+    return new ReadState(spark, checkpointLocation);
+  }
+
+  /**
+   * Starts describing an edit of the saved state of a stopped query: {@code
+   * editState(cp).deleteWhere("key.user = 'u42'").execute()} deletes the matching entries under the
+   * same protocol as a repartition; see {@link EditState}.
+   */
+  public EditState editState(String checkpointLocation) {
+    return new EditState(spark, checkpointLocation);
+  }
+
+  /**
    * Restores the layout before the checkpoint's last repartition, as long as no batch has run on
    * the new layout. Returns the plan that was undone.
    */

@@ -152,6 +152,20 @@ final class CommandLine {
                   + "--jars (also: STATESHIFT_CLASSPATH)")
           .many();
 
+  private static final CliOption OPERATOR =
+      CliOption.value("operator", "<id>", "the only stateful operator", "the operator's id")
+          .checkedBy(CliOption.atLeast(0));
+  private static final CliOption STORE =
+      CliOption.value("store", "<name>", "the operator's only store", "the store's name")
+          .checkedBy(CliOption::notBlank);
+  private static final CliOption WHERE =
+      CliOption.value(
+              "where", "<predicate>", null, "only the entries this SQL predicate is true for")
+          .checkedBy(CliOption::notBlank);
+  private static final CliOption LIMIT =
+      CliOption.value("limit", "<n>", "20", "at most this many entries")
+          .checkedBy(CliOption.atLeast(1));
+
   private static List<CliOption> withSpark(CliOption... own) {
     List<CliOption> out = new ArrayList<>(List.of(own));
     out.add(MASTER);
@@ -292,6 +306,76 @@ final class CommandLine {
           """,
               withSpark(CHECKPOINT, JSON),
               "stateshift inspect --checkpoint /data/checkpoints/orders --json"),
+          new CliCommand(
+              "state",
+              "Print the entries of a store: partition, key and value columns.",
+              """
+          Prints the entries of one state store of the stopped query at --checkpoint, at its last
+          committed batch: partition_id, then the key and value columns (key.<field>,
+          value.<field>), the names Spark's state data source uses. --where filters with a SQL
+          predicate over them. Read-only; every Spark line, both state stores.
+          """,
+              withSpark(CHECKPOINT, OPERATOR, STORE, WHERE, LIMIT, JSON),
+              "stateshift state --checkpoint /data/checkpoints/orders --where \"key.user = 'u42'\""),
+          new CliCommand(
+              "export",
+              "Write the entries of a store as a table (parquet, json or delta).",
+              """
+          Writes the entries of one state store, as the state command shows them (partition_id,
+          key and value structs), to --out as a table. The output must not exist yet. Read-only
+          on the checkpoint.
+          """,
+              withSpark(
+                  CHECKPOINT,
+                  OPERATOR,
+                  STORE,
+                  WHERE,
+                  CliOption.value("out", "<path>", null, "where to write the table")
+                      .mandatory()
+                      .checkedBy(CliOption::notBlank),
+                  CliOption.value("format", "<parquet|json|delta>", "parquet", "the table format")
+                      .checkedBy(
+                          v ->
+                              List.of("parquet", "json", "delta")
+                                      .contains(v.toLowerCase(Locale.ROOT))
+                                  ? null
+                                  : "takes parquet, json or delta, got '" + v + "'"),
+                  JSON),
+              "stateshift export --checkpoint /data/checkpoints/orders --out /data/orders-state"),
+          new CliCommand(
+              "edit",
+              "Delete entries from the state of a stopped query (erase keys, purge).",
+              """
+          Deletes the entries of one stateful operator for which --delete-where, a SQL predicate
+          over partition_id, key and value, is true: an erasure of keys, or a purge of state that
+          no watermark evicts. A join's predicate names key fields only, and all four of its
+          stores lose the same keys. Crash-safe, under the same protocol as repartition: running
+          it again after a crash finishes or undoes the interrupted edit; rollback undoes it; the
+          history records the predicate and the counts, never a deleted value. --dry-run counts
+          what would go per store and partition and shows a few keys.
+          """,
+              withSpark(
+                  CHECKPOINT,
+                  OPERATOR,
+                  CliOption.value(
+                          "delete-where",
+                          "<predicate>",
+                          null,
+                          "the entries to delete, for example \"key.user = 'u42'\"")
+                      .mandatory()
+                      .checkedBy(CliOption::notBlank),
+                  CliOption.value(
+                          "partitions",
+                          "<n>",
+                          "the checkpoint's count",
+                          "also change the partition count, in the same pass")
+                      .checkedBy(CliOption.atLeast(1)),
+                  DRY_RUN,
+                  BACKUP_TO,
+                  FILE_SINK,
+                  ASSUME_STOPPED,
+                  JSON),
+              "stateshift edit --checkpoint /data/checkpoints/orders --delete-where \"key.user = 'u42'\""),
           new CliCommand(
               "history",
               "List the repartitions and rollbacks done on a checkpoint.",

@@ -68,7 +68,7 @@ public final class StateShiftCli {
   }
 
   /** What a command printed: its exit code, its text, and the same as JSON for --json. */
-  private record Outcome(int code, String text, ObjectNode json) {}
+  record Outcome(int code, String text, ObjectNode json) {}
 
   public int run(String[] argv) {
     // Known before parsing, so that even a malformed command line answers in JSON.
@@ -123,6 +123,9 @@ public final class StateShiftCli {
             case "verify" -> withSpark(args, spark -> verify(spark, args));
             case "repair-sink-log" -> withSpark(args, spark -> repairSinkLog(spark, args));
             case "inspect" -> withSpark(args, spark -> inspect(spark, args));
+            case "state" -> withSpark(args, spark -> StateCommands.state(spark, args));
+            case "export" -> withSpark(args, spark -> StateCommands.export(spark, args));
+            case "edit" -> withSpark(args, spark -> StateCommands.edit(spark, args, err));
             case "history" -> withSpark(args, spark -> history(spark, args));
             case "doctor" -> withSpark(args, spark -> doctor(spark, args));
             case "report" -> withSpark(args, spark -> report(spark, args));

@@ -48,8 +48,12 @@ public final class HistoryLog {
     }
   }
 
-  /** What a repartition's own run knows at its end; a run that finishes another's knows less. */
-  record Details(long startedAtMs, long rowsMoved, long bytesMoved, String path, Actor actor) {}
+  /**
+   * What a change's own run knows at its end; a run that finishes another's knows less. {@code
+   * change}: for an edit, what it did (the predicate and the counts, never a deleted value).
+   */
+  record Details(
+      long startedAtMs, long rowsMoved, long bytesMoved, String path, Actor actor, String change) {}
 
   /** The stored form of one event. */
   record Event(
@@ -69,7 +73,8 @@ public final class HistoryLog {
       String applicationName,
       String user,
       String reason,
-      String message) {}
+      String message,
+      String change) {}
 
   static Path dir(CheckpointFiles files) {
     return files.path(RepartitionJournal.DIR + "/history/events");
@@ -92,7 +97,8 @@ public final class HistoryLog {
    */
   static void completed(
       CheckpointFiles files, RepartitionJournal journal, Details details, Actor finisher) {
-    Path target = file(files, Kind.REPARTITION, Outcome.COMPLETED, journal.attemptId());
+    Kind kind = journal.edit() != null ? Kind.EDIT : Kind.REPARTITION;
+    Path target = file(files, kind, Outcome.COMPLETED, journal.attemptId());
     if (details == null && files.exists(target)) {
       return;
     }
@@ -104,7 +110,7 @@ public final class HistoryLog {
     Event event =
         new Event(
             VERSION,
-            Kind.REPARTITION.name(),
+            kind.name(),
             Outcome.COMPLETED.name(),
             journal.attemptId(),
             journal.newBatch(),
@@ -119,7 +125,8 @@ public final class HistoryLog {
             actor.applicationName(),
             actor.user(),
             null,
-            details != null ? null : "finished after an interruption");
+            details != null ? null : "finished after an interruption",
+            details != null && details.change() != null ? details.change() : journal.edit());
     files.replace(target, toJson(event));
   }
 
@@ -149,7 +156,8 @@ public final class HistoryLog {
             actor.applicationName(),
             actor.user(),
             null,
-            recovered ? "finished after an interruption" : null);
+            recovered ? "finished after an interruption" : null,
+            undone.edit());
     files.replace(file(files, Kind.ROLLBACK, Outcome.COMPLETED, undone.attemptId()), toJson(event));
   }
 
@@ -187,7 +195,8 @@ public final class HistoryLog {
               actor.applicationName(),
               actor.user(),
               error.reason().name(),
-              error.getMessage());
+              error.getMessage(),
+              null);
       files.replace(file(files, kind, Outcome.FAILED, attemptId), toJson(event));
     } catch (RuntimeException ignored) {
       // the failure itself is reported to the caller
@@ -217,7 +226,7 @@ public final class HistoryLog {
       Event e = readJson(files, status.getPath(), Event.class);
       Kind kind = Kind.valueOf(e.kind());
       Outcome outcome = Outcome.valueOf(e.outcome());
-      if (kind == Kind.REPARTITION && outcome == Outcome.COMPLETED) {
+      if (kind != Kind.ROLLBACK && outcome == Outcome.COMPLETED) {
         withEvent.add(e.attemptId());
       }
       String message =
@@ -241,10 +250,11 @@ public final class HistoryLog {
               nonNull(e.path()),
               application(e),
               nonNull(e.user()),
-              kind == Kind.REPARTITION
+              kind != Kind.ROLLBACK
                   && outcome == Outcome.COMPLETED
                   && rolledBack.getOrDefault(e.attemptId(), false),
-              Optional.ofNullable(message)));
+              Optional.ofNullable(message),
+              Optional.ofNullable(e.change())));
     }
     for (RepartitionJournal r : records.values()) {
       if (!withEvent.contains(r.attemptId())) { // recorded before events existed
@@ -268,6 +278,7 @@ public final class HistoryLog {
                 "",
                 "",
                 rolledBack.get(r.attemptId()),
+                Optional.empty(),
                 Optional.empty()));
       }
     }

@@ -31,7 +31,8 @@ public record RepartitionJournal(
     String toProvider,
     Integer fromFormatVersion,
     Integer toFormatVersion,
-    java.util.List<String> replacedFiles) {
+    java.util.List<String> replacedFiles,
+    String edit) {
 
   /**
    * The logs of the file sinks that get an empty entry for the new batch (absent in records written
@@ -39,7 +40,8 @@ public record RepartitionJournal(
    * state/} whose names a new file takes (a prepared layout's base version {@code N+1}, where the
    * old partition has a snapshot of that version too): the switch moves each, with a checksum file
    * beside it, into {@link #retiredDir} before it moves the new file in, and a rollback moves them
-   * back.
+   * back; {@code edit}, for an edit, the options that name it ({@code --operator 0 --delete-where
+   * "..."}), else null.
    */
   public RepartitionJournal {
     fileSinkLogs = fileSinkLogs == null ? java.util.List.of() : java.util.List.copyOf(fileSinkLogs);
@@ -101,6 +103,7 @@ public record RepartitionJournal(
         null,
         null,
         null,
+        null,
         null);
   }
 
@@ -133,10 +136,13 @@ public record RepartitionJournal(
     return own;
   }
 
-  /** What this attempt is, in a word: a repartition, a migration or a rollback. */
+  /** What this attempt is, in a word: a repartition, a migration, an edit or a rollback. */
   public String kind() {
     if (phase == Phase.ROLLING_BACK) {
       return "rollback";
+    }
+    if (edit != null) {
+      return "edit";
     }
     return changesProvider() || changesFormat() ? "migration" : "repartition";
   }
@@ -150,6 +156,10 @@ public record RepartitionJournal(
     String command = "./stateshift ";
     if (phase == Phase.ROLLING_BACK) {
       return command + "repartition --checkpoint " + root + " --partitions " + fromPartitions;
+    }
+    if (edit != null) {
+      command += "edit --checkpoint " + root + " " + edit;
+      return fromPartitions == toPartitions ? command : command + " --partitions " + toPartitions;
     }
     if (!changesProvider() && !changesFormat()) {
       return command + "repartition --checkpoint " + root + " --partitions " + toPartitions;
@@ -177,6 +187,30 @@ public record RepartitionJournal(
         from,
         to,
         replacedFiles);
+  }
+
+  /** The same attempt, an edit named by these command options. */
+  RepartitionJournal withEdit(String options) {
+    return new RepartitionJournal(
+        attemptId,
+        phase,
+        fromPartitions,
+        toPartitions,
+        baseBatch,
+        newBatch,
+        startedAtMs,
+        rowsBefore,
+        newFiles,
+        replacedMetadata,
+        retiredRoot,
+        newCommit,
+        fileSinkLogs,
+        fromProvider,
+        toProvider,
+        fromFormatVersion,
+        toFormatVersion,
+        replacedFiles,
+        options);
   }
 
   /** The same attempt, moving the state from one provider class to another. */
@@ -263,7 +297,8 @@ public record RepartitionJournal(
         toProvider,
         fromFormatVersion,
         toFormatVersion,
-        replaced);
+        replaced,
+        edit);
   }
 
   public static Optional<RepartitionJournal> read(CheckpointFiles files) {

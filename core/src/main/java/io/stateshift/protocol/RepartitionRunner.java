@@ -82,6 +82,14 @@ public final class RepartitionRunner {
   /** For a migration without a partition change: the count is the checkpoint's. */
   private boolean keepPartitions;
 
+  /** For an edit: what it deletes, and the operator {@link #validate} resolved it to; else null. */
+  private StateEdit edit;
+
+  private long editOperator = -1;
+
+  /** After an edit's staging job: the entries it left out, per store partition. */
+  private List<Redistribution.PartitionCount> deleted = List.of();
+
   private final UUID startingQuery;
   private String backupTo;
   private boolean assumeStopped;
@@ -137,6 +145,21 @@ public final class RepartitionRunner {
     this.migration = true;
     this.requestedFormat = version;
     return this;
+  }
+
+  /**
+   * Makes this run an edit: the entries of one operator for which a SQL predicate over {@code
+   * partition_id}, {@code key} and {@code value} is true are deleted from its state, under the same
+   * protocol as a repartition. With {@link #keepPartitionCount()} the count is kept.
+   */
+  public RepartitionRunner edit(StateEdit change) {
+    this.edit = change;
+    return this;
+  }
+
+  /** For an edit, after {@link #plan()} or {@link #execute()}: the operator it applies to. */
+  public long editedOperator() {
+    return editOperator;
   }
 
   /** For a migration: keep the checkpoint's partition count (the count given is ignored). */
@@ -225,6 +248,29 @@ public final class RepartitionRunner {
       if (pending.isPresent()) {
         recovered = Optional.of(recover(pending.get()));
         checkpoint = Checkpoint.load(files);
+        if (edit != null
+            && pending.get().phase() != RepartitionJournal.Phase.STAGING
+            && edit.options().equals(pending.get().edit())) {
+          // the same edit, interrupted after its switch began and finished just now: done
+          progress.accept("The interrupted edit was finished; nothing more to delete.");
+          RepartitionPlan plan =
+              new RepartitionPlan(
+                  files.root().toString(),
+                  checkpoint.queryId(),
+                  "",
+                  pending.get().fromPartitions(),
+                  pending.get().toPartitions(),
+                  checkpoint.lastCommittedBatch(),
+                  checkpoint.lastCommittedBatch(),
+                  List.of(),
+                  recovered);
+          return new RepartitionResult(
+              plan,
+              List.of(),
+              phases,
+              checkpoint.lastCommittedBatch(),
+              System.currentTimeMillis() - started);
+        }
       }
       StateLayout layout;
       try {
@@ -268,7 +314,9 @@ public final class RepartitionRunner {
           RepartitionJournal j = attempt;
           HistoryLog.failed(
               files,
-              io.stateshift.HistoryEntry.Kind.REPARTITION,
+              edit != null
+                  ? io.stateshift.HistoryEntry.Kind.EDIT
+                  : io.stateshift.HistoryEntry.Kind.REPARTITION,
               j != null ? j.attemptId() : java.util.UUID.randomUUID().toString(),
               layout.partitions(),
               target,
@@ -285,6 +333,9 @@ public final class RepartitionRunner {
 
   /** What this run does, for the lock's holder record and the job's description. */
   private String action() {
+    if (edit != null) {
+      return "edit: delete where " + edit.deleteWhere();
+    }
     if (!migration) {
       return "repartition to " + target;
     }
@@ -332,6 +383,9 @@ public final class RepartitionRunner {
               .withProviders(layout.provider(), targetProvider)
               .withFormatVersions(layout.checkpointFormatVersion(), targetFormat);
     }
+    if (edit != null) {
+      journal = journal.withEdit(edit.options());
+    }
     journal.save(files);
     attempt = journal;
     FailPoints.reached("journal-staging");
@@ -345,11 +399,16 @@ public final class RepartitionRunner {
       throw classifyFailure(e);
     }
     FailPoints.reached("staged");
-    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome, ".");
+    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome, deleted, ".");
     Map<String, Long> rowsBefore = new LinkedHashMap<>();
     if (!statePath.prepared()) {
-      // from a prepared layout the rows are the prepared batch's: Spark counts the tail's on load
-      moves.forEach(m -> rowsBefore.put(m.operatorId() + "/" + m.storeName(), m.rowsRead()));
+      // from a prepared layout the rows are the prepared batch's: Spark counts the tail's on load;
+      // after an edit, verify expects what the edit kept
+      moves.forEach(
+          m ->
+              rowsBefore.put(
+                  m.operatorId() + "/" + m.storeName(),
+                  edit != null ? m.rowsWritten() : m.rowsRead()));
     }
     phases.put("stage", System.currentTimeMillis() - phaseStart);
 
@@ -381,7 +440,8 @@ public final class RepartitionRunner {
             moves.stream().mapToLong(RepartitionResult.StoreMove::rowsWritten).sum(),
             moves.stream().mapToLong(RepartitionResult.StoreMove::bytesWritten).sum(),
             writePath,
-            HistoryLog.Actor.of(spark)));
+            HistoryLog.Actor.of(spark),
+            edit != null ? edit.describe(editOperator, moves) : null));
     phases.put("finalize", System.currentTimeMillis() - phaseStart);
     return new RepartitionResult(
             plan, moves, phases, journal.newBatch(), System.currentTimeMillis() - started)
@@ -473,6 +533,8 @@ public final class RepartitionRunner {
                   ? 1
                   : layout.checkpointFormatVersion();
       ProviderMigration.check(layout, targetProvider, targetFormat, files.root().toString());
+    } else if (edit != null) {
+      editOperator = checkEdit(layout);
     } else if (layout.partitions() == target) {
       throw new StateShiftException(
           Reason.SAME_PARTITION_COUNT,
@@ -484,6 +546,63 @@ public final class RepartitionRunner {
     }
     sinkLogs(layout.lastCommitted());
     return layout;
+  }
+
+  /**
+   * The operator an edit applies to, checked: it exists (the only stateful one where none was
+   * named), keeps its state in stores stateshift reads entry by entry, and the predicate applies to
+   * each of its stores (to a join's keys only, so its four stores lose the same keys).
+   */
+  private long checkEdit(StateLayout layout) {
+    List<StatefulOperator> operators = layout.operators();
+    String ids = operators.stream().map(op -> op.id() + " (" + op.name() + ")").toList().toString();
+    StatefulOperator operator;
+    if (edit.operatorId() == null) {
+      if (operators.size() != 1) {
+        throw new StateShiftException(
+            Reason.INVALID_ARGUMENT,
+            "The query has "
+                + operators.size()
+                + " stateful operators "
+                + ids
+                + ": name the one to edit with --operator <id> (operator(id) in the API).");
+      }
+      operator = operators.get(0);
+    } else {
+      operator =
+          operators.stream()
+              .filter(op -> op.id() == edit.operatorId())
+              .findFirst()
+              .orElseThrow(
+                  () ->
+                      new StateShiftException(
+                          Reason.INVALID_ARGUMENT,
+                          "The checkpoint has no stateful operator "
+                              + edit.operatorId()
+                              + "; its operators: "
+                              + ids
+                              + "."));
+    }
+    for (StoreSpec store : layout.stores()) {
+      if (store.operatorId() != operator.id()) {
+        continue;
+      }
+      if (store.hasColumnFamilies()) {
+        throw new StateShiftException(
+            Reason.UNSUPPORTED_OPERATOR,
+            "Operator "
+                + operator.id()
+                + " ("
+                + operator.name()
+                + ") keeps its state in column families (transformWithState, or a join in state"
+                + " format 3), which stateshift does not edit yet. The checkpoint was not"
+                + " changed.");
+      }
+      SparkLines.get()
+          .checkStatePredicate(
+              spark, store, edit.deleteWhere(), operator.name().equals(StateLayout.JOIN));
+    }
+    return operator.id();
   }
 
   /**
@@ -580,7 +699,7 @@ public final class RepartitionRunner {
   private Redistribution.Outcome stage(StateLayout layout, RepartitionJournal journal) {
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
     String notUsed = null;
-    if (targetProvider == null) {
+    if (targetProvider == null && edit == null) {
       PreparedLayouts.Choice choice = PreparedLayouts.choose(files, layout, target);
       notUsed = choice.reason();
       if (choice.manifest() != null) {
@@ -627,6 +746,18 @@ public final class RepartitionRunner {
                 targetProvider != null ? targetProvider : layout.provider(),
                 targetProvider != null ? targetFormat : layout.checkpointFormatVersion());
     job.checkPlacement(placementChecks(layout));
+    if (edit != null) {
+      Map<Integer, String> predicates = new LinkedHashMap<>();
+      for (StoreSpec store : layout.stores()) {
+        if (store.operatorId() == editOperator) {
+          predicates.put(store.slot(), edit.deleteWhere());
+        }
+      }
+      job.deleteWhere(spark, predicates);
+      Redistribution.Outcome outcome = runStagingJob(job, layout, journal);
+      deleted = job.deleted();
+      return outcome;
+    }
     return runStagingJob(job, layout, journal);
   }
 
@@ -740,6 +871,15 @@ public final class RepartitionRunner {
    */
   static List<RepartitionResult.StoreMove> summarize(
       StateLayout layout, Redistribution.Outcome outcome, String afterMismatch) {
+    return summarize(layout, outcome, List.of(), afterMismatch);
+  }
+
+  /** The same for an edit: a store's rows written are its rows read less those it deleted. */
+  static List<RepartitionResult.StoreMove> summarize(
+      StateLayout layout,
+      Redistribution.Outcome outcome,
+      List<Redistribution.PartitionCount> deleted,
+      String afterMismatch) {
     List<RepartitionResult.StoreMove> moves = new ArrayList<>();
     for (StoreSpec spec : layout.stores()) {
       long read =
@@ -757,7 +897,12 @@ public final class RepartitionRunner {
               .filter(c -> c.slot() == spec.slot())
               .mapToLong(Redistribution.PartitionCount::bytes)
               .sum();
-      if (read != written) {
+      long left =
+          deleted.stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(Redistribution.PartitionCount::rows)
+              .sum();
+      if (read - left != written) {
         throw new StateShiftException(
             Reason.FAILED,
             "Operator "
@@ -766,7 +911,9 @@ public final class RepartitionRunner {
                 + spec.storeName()
                 + ": read "
                 + read
-                + " rows but wrote "
+                + " rows"
+                + (left > 0 ? ", deleted " + left + "," : "")
+                + " but wrote "
                 + written
                 + afterMismatch);
       }

@@ -103,6 +103,18 @@ public abstract class SparkLineBase implements SparkLine {
   }
 
   @Override
+  public org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> readState(
+      SparkSession spark, StateLayout layout, StoreSpec store) {
+    return SparkState.readState(spark, layout, store);
+  }
+
+  @Override
+  public void checkStatePredicate(
+      SparkSession spark, StoreSpec store, String predicate, boolean keyOnly) {
+    SparkState.checkStatePredicate(spark, store, predicate, keyOnly);
+  }
+
+  @Override
   public Redistribution redistribution(
       StateLayout layout,
       String stagingDir,

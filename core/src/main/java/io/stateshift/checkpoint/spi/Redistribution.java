@@ -32,6 +32,20 @@ public interface Redistribution {
   /** How each store slot's keys are checked against the partition the old count gives them. */
   Redistribution checkPlacement(Map<Integer, PlacementCheck.Mode> modes);
 
+  /**
+   * Makes the job an edit: per store slot, the entries for which a SQL predicate over {@code
+   * partition_id}, {@code key} and {@code value} is true are not written. Checked by {@link
+   * io.stateshift.checkpoint.spi.SparkLine#checkStatePredicate} first.
+   */
+  default Redistribution deleteWhere(SparkSession spark, Map<Integer, String> predicates) {
+    throw new UnsupportedOperationException("this job cannot leave entries out");
+  }
+
+  /** After {@link #run} of an edit: the entries left out, per store partition read. */
+  default List<PartitionCount> deleted() {
+    return List.of();
+  }
+
   /** The write path the job takes, as progress output names it. */
   String writeStrategy(SparkSession spark);
 

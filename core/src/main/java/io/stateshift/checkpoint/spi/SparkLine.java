@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionBuilder;
 import org.apache.spark.sql.SparkSessionExtensions;
@@ -103,6 +105,21 @@ public interface SparkLine {
    */
   Redistribution preparedReplay(
       StateLayout layout, PreparedManifest prepared, String stagingDir, int newPartitions);
+
+  /**
+   * The entries of one store of the layout at its last committed batch, one row per entry: {@code
+   * partition_id}, {@code key} and {@code value}, structs of the store's recorded schemas, as
+   * Spark's state data source names them. Read-only.
+   */
+  Dataset<Row> readState(SparkSession spark, StateLayout layout, StoreSpec store);
+
+  /**
+   * Checks that {@code predicate}, a SQL boolean expression over {@code partition_id}, {@code key}
+   * and {@code value}, applies to the entries of {@code store} (every column it names exists, its
+   * type is boolean); with {@code keyOnly}, that it names no value column either. Throws a
+   * StateShiftException (bad input) that names the columns there are.
+   */
+  void checkStatePredicate(SparkSession spark, StoreSpec store, String predicate, boolean keyOnly);
 
   /** The SHA-256 (lowercase hex) of each file, read by Spark tasks. */
   List<String> sha256(SparkSession spark, Configuration conf, List<String> files);

@@ -116,6 +116,18 @@ public final class SparkState {
         layout.checkpointIdsEnabled());
   }
 
+  /** See {@link StateRows}: a store's entries as rows. */
+  public static org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> readState(
+      SparkSession spark, StateLayout layout, StoreSpec store) {
+    return StateRows.read(spark, layout, store);
+  }
+
+  /** See {@link StatePredicate#compile}. */
+  public static void checkStatePredicate(
+      SparkSession spark, StoreSpec store, String predicate, boolean keyOnly) {
+    StatePredicate.compile(spark, store, predicate, keyOnly);
+  }
+
   /** The SHA-256 of each file, one Spark task per file. */
   public static List<String> sha256(
       SparkSession spark, org.apache.hadoop.conf.Configuration conf, List<String> paths) {

@@ -147,6 +147,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private CollectionAccumulator<PartitionCount> readCounts;
 
+  /**
+   * For an edit: per store slot, the predicate of the entries left out; empty for a repartition or
+   * a migration. Only the shuffle reads entries one by one, so an edit takes it.
+   */
+  private java.util.Map<Integer, StatePredicate> deletions = java.util.Map.of();
+
+  private CollectionAccumulator<PartitionCount> deletedCounts;
+
   /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
   private boolean inProcessDeletes = true;
 
@@ -276,6 +284,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
    */
   private StateExchange exchange(RuntimeConfig conf) {
+    if (!deletions.isEmpty()) {
+      return new Shuffle(); // the file exchanges move raw bytes: they cannot leave entries out
+    }
     for (StateExchange exchange :
         List.of(new RocksDbFiles(), new HdfsFiles(), new HdfsToRocksDbFiles(), new Shuffle())) {
       if (exchange.applies(conf)) {
@@ -283,6 +294,21 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       }
     }
     throw new IllegalStateException("no state exchange applies"); // the shuffle always does
+  }
+
+  @Override
+  public Redistribution deleteWhere(SparkSession spark, java.util.Map<Integer, String> predicates) {
+    java.util.Map<Integer, StatePredicate> compiled = new java.util.HashMap<>();
+    predicates.forEach(
+        (slot, text) ->
+            compiled.put(slot, StatePredicate.compile(spark, stores.get(slot), text, false)));
+    this.deletions = java.util.Map.copyOf(compiled);
+    return this;
+  }
+
+  @Override
+  public List<PartitionCount> deleted() {
+    return deletedCounts == null ? List.of() : List.copyOf(deletedCounts.value());
   }
 
   @Override
@@ -338,6 +364,8 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
       readCounts = new CollectionAccumulator<>();
       jsc.sc().register(readCounts, "stateshift.readCounts");
+      deletedCounts = new CollectionAccumulator<>();
+      jsc.sc().register(deletedCounts, "stateshift.deletedCounts");
       List<SourceTask> sources = new ArrayList<>();
       for (StoreSpec store : stores) {
         for (int p = 0; p < oldPartitions; p++) {
@@ -1146,14 +1174,16 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       }
       throw e;
     }
-    StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    StateStoreIterator<UnsafeRowPair> entries = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    StatePredicate deletion = deletions.get(spec.slot());
+    LeftOut rows = new LeftOut(entries, deletion, task.partition());
     timer.lap("load");
     TaskContext.get()
         .addTaskCompletionListener(
             (TaskCompletionListener)
                 context -> {
                   timer.lap("iterate+shuffle-write");
-                  rows.close();
+                  entries.close();
                   StateCalls.release(store);
                   provider.close();
                   timer.lap("close");
@@ -1177,7 +1207,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         boolean more = rows.hasNext();
         if (!more && !reported) {
           reported = true;
-          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes, null));
+          readCounts.add(
+              new PartitionCount(task.slot(), task.partition(), count + rows.leftOut, bytes, null));
+          if (deletion != null) {
+            deletedCounts.add(
+                new PartitionCount(task.slot(), task.partition(), rows.leftOut, 0, null));
+          }
         }
         return more;
       }
@@ -1202,6 +1237,48 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         return new Tuple2<>(record, null);
       }
     };
+  }
+
+  /**
+   * A store's entries without those an edit leaves out (all of them without one), counting those.
+   * The store reuses its pair object, so an entry is looked at only once the previous one is used.
+   */
+  private static final class LeftOut implements Iterator<UnsafeRowPair> {
+    private final scala.collection.Iterator<UnsafeRowPair> entries;
+    private final StatePredicate deletion;
+    private final int partition;
+    private UnsafeRowPair next;
+    long leftOut;
+
+    LeftOut(
+        scala.collection.Iterator<UnsafeRowPair> entries, StatePredicate deletion, int partition) {
+      this.entries = entries;
+      this.deletion = deletion;
+      this.partition = partition;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null && entries.hasNext()) {
+        UnsafeRowPair pair = entries.next();
+        if (deletion != null && deletion.matches(partition, pair.key(), pair.value())) {
+          leftOut++;
+        } else {
+          next = pair;
+        }
+      }
+      return next != null;
+    }
+
+    @Override
+    public UnsafeRowPair next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      UnsafeRowPair pair = next;
+      next = null;
+      return pair;
+    }
   }
 
   /** The read side for a store with several column families (transformWithState). */

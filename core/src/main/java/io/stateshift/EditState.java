@@ -1,0 +1,102 @@
+package io.stateshift;
+
+import io.stateshift.StateShiftException.Reason;
+import io.stateshift.protocol.RepartitionRunner;
+import io.stateshift.protocol.StateEdit;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * An edit of the saved state of a stopped query: {@code
+ * StateShift.get(spark).editState(cp).operator(0).deleteWhere("key.user = 'u42'").execute()}
+ * deletes the entries of one stateful operator for which a SQL predicate over {@code partition_id},
+ * {@code key} and {@code value} is true: an erasure of keys, or a purge of state no watermark
+ * evicts. A join's predicate names key fields only, and its four stores lose the same keys. It runs
+ * under the same protocol as a repartition (journal, lock, rollback, verify, history); the history
+ * records the predicate and the counts, never a deleted value. {@link #preview()} counts what would
+ * go and writes nothing.
+ */
+public final class EditState extends StateChange<EditState> {
+  private Long operatorId;
+  private String deleteWhere;
+
+  EditState(SparkSession spark, String checkpointLocation) {
+    super(spark, checkpointLocation);
+  }
+
+  @Override
+  EditState self() {
+    return this;
+  }
+
+  /**
+   * The stateful operator to edit (its id, the folder under {@code state/}); default: the only one.
+   */
+  public EditState operator(long id) {
+    this.operatorId = id;
+    return this;
+  }
+
+  /** Deletes the entries for which this SQL predicate is true. */
+  public EditState deleteWhere(String predicate) {
+    this.deleteWhere = predicate;
+    return this;
+  }
+
+  @Override
+  RepartitionRunner newRunner() {
+    if (deleteWhere == null || deleteWhere.isBlank()) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "Nothing to edit: call deleteWhere(\"<predicate over key and value>\") first.");
+    }
+    RepartitionRunner runner =
+        new RepartitionRunner(
+                spark, checkpointLocation, partitions == null ? 0 : partitions, progress)
+            .edit(new StateEdit(operatorId, deleteWhere));
+    return partitions == null ? runner.keepPartitionCount() : runner;
+  }
+
+  /**
+   * What the edit would delete, counted per store and partition, with a few of the keys, read at
+   * the last committed batch; writes nothing.
+   */
+  public EditPreview preview() {
+    RepartitionRunner runner = newRunner();
+    RepartitionPlan plan = runner.plan();
+    long operator = runner.editedOperator();
+    List<EditPreview.Matches> matches = new ArrayList<>();
+    List<String> sample = new ArrayList<>();
+    for (RepartitionPlan.OperatorInfo info : plan.operators()) {
+      if (info.id() != operator) {
+        continue;
+      }
+      for (String store : info.stores()) {
+        Dataset<Row> matching =
+            new ReadState(spark, checkpointLocation)
+                .operator(operator)
+                .store(store)
+                .where(deleteWhere)
+                .load()
+                .cache();
+        try {
+          for (Row row : matching.groupBy("partition_id").count().collectAsList()) {
+            matches.add(new EditPreview.Matches(store, row.getInt(0), row.getLong(1)));
+          }
+          if (sample.isEmpty()) {
+            sample.addAll(matching.select("key").limit(5).toJSON().collectAsList());
+          }
+        } finally {
+          matching.unpersist();
+        }
+      }
+    }
+    matches.sort(
+        java.util.Comparator.comparing(EditPreview.Matches::store)
+            .thenComparingInt(EditPreview.Matches::partition));
+    return new EditPreview(plan, operator, deleteWhere, matches, sample);
+  }
+}
