@@ -4,14 +4,17 @@ import java.util.List;
 
 /**
  * What an edit would delete ({@link EditState#preview()}): the entries its predicate matches, per
- * store and partition, and up to five of their keys as JSON.
+ * store and partition, and up to five of their keys as JSON; for an upsert, the entries it writes
+ * and how many of them replace an entry of the same key ({@code -1} without an upsert).
  */
 public record EditPreview(
     RepartitionPlan plan,
     long operatorId,
     String deleteWhere,
     List<Matches> matches,
-    List<String> sampleKeys) {
+    List<String> sampleKeys,
+    long upsertRows,
+    long upsertReplacing) {
 
   /** The entries matched in one partition of one store. */
   public record Matches(String store, int partition, long rows) {}
@@ -26,10 +29,18 @@ public record EditPreview(
     StringBuilder out =
         new StringBuilder(
             String.format(
-                "Edit of %s, operator %d: delete where %s%n",
-                plan.checkpoint(), operatorId, deleteWhere));
-    out.append(
-        String.format("  %,d entries match, at batch %d:%n", rows(), plan.lastCommittedBatch()));
+                "Edit of %s, operator %d, at batch %d:%n",
+                plan.checkpoint(), operatorId, plan.lastCommittedBatch()));
+    if (upsertRows >= 0) {
+      out.append(
+          String.format(
+              "  upsert %,d entries, %,d of them replacing an entry with the same key%n",
+              upsertRows, upsertReplacing));
+    }
+    if (deleteWhere == null) {
+      return out.toString();
+    }
+    out.append(String.format("  delete where %s: %,d entries match%n", deleteWhere, rows()));
     java.util.Map<String, Long> byStore = new java.util.TreeMap<>();
     matches.forEach(m -> byStore.merge(m.store(), m.rows(), Long::sum));
     byStore.forEach(

@@ -22,6 +22,8 @@ import org.apache.spark.sql.SparkSession;
 public final class EditState extends StateChange<EditState> {
   private Long operatorId;
   private String deleteWhere;
+  private String upsertSource;
+  private Dataset<Row> upsertRows;
 
   EditState(SparkSession spark, String checkpointLocation) {
     super(spark, checkpointLocation);
@@ -46,17 +48,45 @@ public final class EditState extends StateChange<EditState> {
     return this;
   }
 
+  /**
+   * Writes these entries into the state, each replacing the entry with the same key: a {@code key}
+   * and a {@code value} struct whose fields are the store's (as {@link ReadState} shows them), by
+   * name, with types that widen safely. This seeds a new query: start it once, stop it, upsert,
+   * restart. Checked against the recorded schema before anything is written.
+   */
+  public EditState upsertFrom(Dataset<Row> rows) {
+    this.upsertRows = rows;
+    this.upsertSource = null;
+    return this;
+  }
+
+  /**
+   * The same, from a table of the session's catalog or a path (a Delta table, parquet or JSON
+   * files).
+   */
+  public EditState upsertFrom(String tableOrPath) {
+    this.upsertRows = Tables.read(spark, tableOrPath);
+    this.upsertSource = tableOrPath;
+    return this;
+  }
+
   @Override
   RepartitionRunner newRunner() {
-    if (deleteWhere == null || deleteWhere.isBlank()) {
+    if ((deleteWhere == null || deleteWhere.isBlank()) && upsertRows == null) {
       throw new StateShiftException(
           Reason.INVALID_ARGUMENT,
-          "Nothing to edit: call deleteWhere(\"<predicate over key and value>\") first.");
+          "Nothing to edit: call deleteWhere(\"<predicate over key and value>\") or"
+              + " upsertFrom(<rows>) first.");
     }
     RepartitionRunner runner =
         new RepartitionRunner(
                 spark, checkpointLocation, partitions == null ? 0 : partitions, progress)
-            .edit(new StateEdit(operatorId, deleteWhere));
+            .edit(
+                new StateEdit(
+                    operatorId,
+                    deleteWhere == null || deleteWhere.isBlank() ? null : deleteWhere,
+                    upsertSource,
+                    upsertRows));
     return partitions == null ? runner.keepPartitionCount() : runner;
   }
 
@@ -75,6 +105,9 @@ public final class EditState extends StateChange<EditState> {
         continue;
       }
       for (String store : info.stores()) {
+        if (deleteWhere == null || deleteWhere.isBlank()) {
+          break;
+        }
         Dataset<Row> matching =
             new ReadState(spark, checkpointLocation)
                 .operator(operator)
@@ -97,6 +130,19 @@ public final class EditState extends StateChange<EditState> {
     matches.sort(
         java.util.Comparator.comparing(EditPreview.Matches::store)
             .thenComparingInt(EditPreview.Matches::partition));
-    return new EditPreview(plan, operator, deleteWhere, matches, sample);
+    long upserted = -1;
+    long replacing = -1;
+    if (upsertRows != null) {
+      Dataset<Row> keys = upsertRows.select("key");
+      upserted = keys.count();
+      replacing =
+          new ReadState(spark, checkpointLocation)
+              .operator(operator)
+              .load()
+              .select("key")
+              .intersect(keys)
+              .count();
+    }
+    return new EditPreview(plan, operator, deleteWhere, matches, sample, upserted, replacing);
   }
 }

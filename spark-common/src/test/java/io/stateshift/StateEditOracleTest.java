@@ -99,7 +99,7 @@ class StateEditOracleTest {
         .satisfies(
             h -> {
               assertThat(h.change()).hasValueSatisfying(c -> assertThat(c).contains(ERASED));
-              assertThat(h.change().get()).contains("1 of " + DEVICES);
+              assertThat(h.change().get()).contains(DEVICES + " -> " + (DEVICES - 1) + " entries");
             });
 
     for (int i = 0; i < after.size(); i++) {
@@ -198,6 +198,80 @@ class StateEditOracleTest {
     assertThat(afterErase)
         .filteredOn(r -> r.contains(KEPT + ","))
         .anyMatch(r -> r.contains(",e1-"));
+  }
+
+  /**
+   * Seeding: a grouped count started once on a warm-up event, seeded with a batch count over the
+   * first half of the input, then run over the second half, writes what the whole stream gives.
+   */
+  @Tag("cover")
+  @ParameterizedTest(name = "grouped count on {0}")
+  @EnumSource(
+      value = StateStores.class,
+      names = {"HDFS", "ROCKSDB"})
+  void seededAggregationEqualsTheWholeStream(StateStores store) {
+    StatefulQueries query = StatefulQueries.GROUPED_COUNT;
+    List<Row> warmUp =
+        List.of(RowFactory.create("w-0", "warm-up", new Timestamp(StreamRun.START_SECONDS * 1000)));
+    List<List<Row>> firstHalf = List.of(events(0), events(1));
+    List<List<Row>> secondHalf = List.of(events(2), events(3));
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeRows(0, warmUp);
+    run.runAvailable(query, checkpoint, sink, store.withPartitions(4));
+
+    Dataset<Row> counts =
+        spark
+            .createDataFrame(
+                firstHalf.stream().flatMap(List::stream).toList(), StreamRun.EVENT_SCHEMA)
+            .groupBy("device")
+            .count()
+            .selectExpr(
+                "named_struct('device', device) AS key", "named_struct('count', count) AS value");
+    var digest = CheckpointDigest.of(checkpoint);
+    Dataset<Row> wrongType =
+        counts.selectExpr("key", "named_struct('count', cast(value.count AS string)) AS value");
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .editState(checkpoint.toString())
+                    .upsertFrom(wrongType)
+                    .execute())
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("value.count is string")
+        .hasMessageContaining("The checkpoint was not changed");
+    Dataset<Row> wrongKey = counts.selectExpr("named_struct('dev', key.device) AS key", "value");
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .editState(checkpoint.toString())
+                    .upsertFrom(wrongKey)
+                    .execute())
+        .hasMessageContaining("no field key.device");
+    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(digest);
+
+    Path seed = tmp.resolve("seed");
+    counts.write().parquet(seed.toString());
+    RepartitionResult seeded =
+        StateShift.get(spark)
+            .editState(checkpoint.toString())
+            .upsertFrom(seed.toString())
+            .execute();
+    assertThat(seeded.stores())
+        .singleElement()
+        .satisfies(m -> assertThat(m.rowsWritten()).isEqualTo(m.rowsRead() + DEVICES));
+    for (int i = 0; i < secondHalf.size(); i++) {
+      run.writeRows(1 + i, secondHalf.get(i));
+    }
+    run.runAvailable(query, checkpoint, sink, store.withPartitions(4));
+
+    List<List<Row>> whole = new ArrayList<>();
+    whole.add(warmUp);
+    whole.addAll(firstHalf);
+    List<String> oracle = oracle(query, whole, secondHalf);
+    assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle);
+    assertThat(oracle).hasSize(DEVICES + 1);
   }
 
   @Test

@@ -344,15 +344,19 @@ final class CommandLine {
               "stateshift export --checkpoint /data/checkpoints/orders --out /data/orders-state"),
           new CliCommand(
               "edit",
-              "Delete entries from the state of a stopped query (erase keys, purge).",
+              "Delete or write entries in the state of a stopped query (erase, purge, seed).",
               """
           Deletes the entries of one stateful operator for which --delete-where, a SQL predicate
           over partition_id, key and value, is true: an erasure of keys, or a purge of state that
           no watermark evicts. A join's predicate names key fields only, and all four of its
           stores lose the same keys. Crash-safe, under the same protocol as repartition: running
           it again after a crash finishes or undoes the interrupted edit; rollback undoes it; the
-          history records the predicate and the counts, never a deleted value. --dry-run counts
-          what would go per store and partition and shows a few keys.
+          history records the predicate and the counts, never a deleted value. --upsert-from
+          writes entries (a key and a value struct as the state command shows them, from a
+          table, a Delta table, parquet or JSON files), each replacing the entry with the same
+          key, checked against the recorded schema first: how a new query is seeded (start it
+          once, stop it, upsert, restart). --dry-run counts what would change and shows a few
+          keys.
           """,
               withSpark(
                   CHECKPOINT,
@@ -362,7 +366,13 @@ final class CommandLine {
                           "<predicate>",
                           null,
                           "the entries to delete, for example \"key.user = 'u42'\"")
-                      .mandatory()
+                      .checkedBy(CliOption::notBlank),
+                  CliOption.value(
+                          "upsert-from",
+                          "<table or path>",
+                          null,
+                          "entries to write (key and value structs, as the state command shows"
+                              + " them), each replacing the entry with the same key")
                       .checkedBy(CliOption::notBlank),
                   CliOption.value(
                           "partitions",

@@ -165,6 +165,10 @@ final class StateCommands {
   }
 
   static StateShiftCli.Outcome edit(SparkSession spark, Invocation args, PrintStream err) {
+    if (!args.has("delete-where") && !args.has("upsert-from")) {
+      throw new IllegalArgumentException(
+          "edit needs --delete-where <predicate>, --upsert-from <table or path>, or both");
+    }
     EditState action =
         StateShift.get(spark)
             .editState(args.value("checkpoint"))
@@ -178,6 +182,9 @@ final class StateCommands {
     if (args.has("partitions")) {
       action.toPartitions(args.intValue("partitions", -1));
     }
+    if (args.has("upsert-from")) {
+      action.upsertFrom(args.value("upsert-from"));
+    }
     if (args.flag("assume-stopped")) {
       action.assumeStopped();
     }
@@ -185,11 +192,16 @@ final class StateCommands {
     boolean dryRun = args.flag("dry-run");
     json.put("dryRun", dryRun);
     json.put("deleteWhere", args.value("delete-where"));
+    json.put("upsertFrom", args.value("upsert-from"));
     if (dryRun) {
       EditPreview preview = action.preview();
       json.put("changed", false);
       json.put("operatorId", preview.operatorId());
       json.put("matching", preview.rows());
+      if (preview.upsertRows() >= 0) {
+        json.put("upsertRows", preview.upsertRows());
+        json.put("upsertReplacing", preview.upsertReplacing());
+      }
       ArrayNode matches = json.putArray("matches");
       for (EditPreview.Matches m : preview.matches()) {
         ObjectNode node = matches.addObject();
@@ -214,7 +226,8 @@ final class StateCommands {
     json.put("changed", !result.stores().isEmpty());
     json.put("batchId", result.batchId());
     json.put("totalMillis", result.totalMillis());
-    json.put("deleted", read - kept);
+    json.put("entriesBefore", read);
+    json.put("entriesAfter", kept);
     ArrayNode stores = json.putArray("stores");
     StringBuilder text = new StringBuilder();
     if (result.stores().isEmpty()) {
@@ -227,8 +240,8 @@ final class StateCommands {
     } else {
       text.append(
           String.format(
-              "Edited %s: deleted %,d entries in %,d ms (batch %d).%n",
-              result.plan().checkpoint(), read - kept, result.totalMillis(), result.batchId()));
+              "Edited %s: %,d entries before, %,d after, in %,d ms (batch %d).%n",
+              result.plan().checkpoint(), read, kept, result.totalMillis(), result.batchId()));
     }
     for (RepartitionResult.StoreMove m : result.stores()) {
       ObjectNode node = stores.addObject();
@@ -236,7 +249,7 @@ final class StateCommands {
       node.put("storeName", m.storeName());
       node.put("rowsBefore", m.rowsRead());
       node.put("rowsAfter", m.rowsWritten());
-      node.put("deleted", m.rowsRead() - m.rowsWritten());
+
       if (m.rowsRead() != m.rowsWritten()) {
         text.append(
             String.format(

@@ -90,6 +90,9 @@ public final class RepartitionRunner {
   /** After an edit's staging job: the entries it left out, per store partition. */
   private List<Redistribution.PartitionCount> deleted = List.of();
 
+  /** After an upsert's staging job: the entries it added, per store. */
+  private List<Redistribution.PartitionCount> added = List.of();
+
   private final UUID startingQuery;
   private String backupTo;
   private boolean assumeStopped;
@@ -334,7 +337,7 @@ public final class RepartitionRunner {
   /** What this run does, for the lock's holder record and the job's description. */
   private String action() {
     if (edit != null) {
-      return "edit: delete where " + edit.deleteWhere();
+      return "edit operator state (" + edit.options() + ")";
     }
     if (!migration) {
       return "repartition to " + target;
@@ -399,7 +402,7 @@ public final class RepartitionRunner {
       throw classifyFailure(e);
     }
     FailPoints.reached("staged");
-    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome, deleted, ".");
+    List<RepartitionResult.StoreMove> moves = summarize(layout, outcome, deleted, added, ".");
     Map<String, Long> rowsBefore = new LinkedHashMap<>();
     if (!statePath.prepared()) {
       // from a prepared layout the rows are the prepared batch's: Spark counts the tail's on load;
@@ -598,9 +601,27 @@ public final class RepartitionRunner {
                 + " format 3), which stateshift does not edit yet. The checkpoint was not"
                 + " changed.");
       }
-      SparkLines.get()
-          .checkStatePredicate(
-              spark, store, edit.deleteWhere(), operator.name().equals(StateLayout.JOIN));
+      if (edit.deleteWhere() != null) {
+        SparkLines.get()
+            .checkStatePredicate(
+                spark, store, edit.deleteWhere(), operator.name().equals(StateLayout.JOIN));
+      }
+      if (edit.upsertRows() != null) {
+        if (operator.stores().size() != 1) {
+          throw new StateShiftException(
+              Reason.UNSUPPORTED_OPERATOR,
+              "Operator "
+                  + operator.id()
+                  + " ("
+                  + operator.name()
+                  + ") keeps its state in "
+                  + operator.stores().size()
+                  + " stores whose entries depend on each other (a join's rows and their"
+                  + " counts), so entries cannot be upserted into it. The checkpoint was not"
+                  + " changed.");
+        }
+        SparkLines.get().checkUpsert(spark, store, edit.upsertRows());
+      }
     }
     return operator.id();
   }
@@ -748,14 +769,27 @@ public final class RepartitionRunner {
     job.checkPlacement(placementChecks(layout));
     if (edit != null) {
       Map<Integer, String> predicates = new LinkedHashMap<>();
+      Map<Integer, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>> upserts =
+          new LinkedHashMap<>();
       for (StoreSpec store : layout.stores()) {
         if (store.operatorId() == editOperator) {
-          predicates.put(store.slot(), edit.deleteWhere());
+          if (edit.deleteWhere() != null) {
+            predicates.put(store.slot(), edit.deleteWhere());
+          }
+          if (edit.upsertRows() != null) {
+            upserts.put(store.slot(), edit.upsertRows());
+          }
         }
       }
-      job.deleteWhere(spark, predicates);
+      if (!predicates.isEmpty()) {
+        job.deleteWhere(spark, predicates);
+      }
+      if (!upserts.isEmpty()) {
+        job.upsert(spark, upserts);
+      }
       Redistribution.Outcome outcome = runStagingJob(job, layout, journal);
       deleted = job.deleted();
+      added = job.added();
       return outcome;
     }
     return runStagingJob(job, layout, journal);
@@ -871,14 +905,18 @@ public final class RepartitionRunner {
    */
   static List<RepartitionResult.StoreMove> summarize(
       StateLayout layout, Redistribution.Outcome outcome, String afterMismatch) {
-    return summarize(layout, outcome, List.of(), afterMismatch);
+    return summarize(layout, outcome, List.of(), List.of(), afterMismatch);
   }
 
-  /** The same for an edit: a store's rows written are its rows read less those it deleted. */
+  /**
+   * The same for an edit: a store's rows written are its rows read, less those it deleted, plus
+   * those it added.
+   */
   static List<RepartitionResult.StoreMove> summarize(
       StateLayout layout,
       Redistribution.Outcome outcome,
       List<Redistribution.PartitionCount> deleted,
+      List<Redistribution.PartitionCount> added,
       String afterMismatch) {
     List<RepartitionResult.StoreMove> moves = new ArrayList<>();
     for (StoreSpec spec : layout.stores()) {
@@ -902,7 +940,12 @@ public final class RepartitionRunner {
               .filter(c -> c.slot() == spec.slot())
               .mapToLong(Redistribution.PartitionCount::rows)
               .sum();
-      if (read - left != written) {
+      long more =
+          added.stream()
+              .filter(c -> c.slot() == spec.slot())
+              .mapToLong(Redistribution.PartitionCount::rows)
+              .sum();
+      if (read - left + more != written) {
         throw new StateShiftException(
             Reason.FAILED,
             "Operator "
@@ -913,6 +956,7 @@ public final class RepartitionRunner {
                 + read
                 + " rows"
                 + (left > 0 ? ", deleted " + left + "," : "")
+                + (more > 0 ? ", added " + more + "," : "")
                 + " but wrote "
                 + written
                 + afterMismatch);

@@ -115,6 +115,14 @@ public abstract class SparkLineBase implements SparkLine {
   }
 
   @Override
+  public void checkUpsert(
+      SparkSession spark,
+      StoreSpec store,
+      org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> rows) {
+    SparkState.checkUpsert(spark, store, rows);
+  }
+
+  @Override
   public Redistribution redistribution(
       StateLayout layout,
       String stagingDir,

@@ -121,13 +121,15 @@ class StateCommandsTest {
             "key.device IN ('device-1', 'device-2')",
             "--json");
     assertThat(edited.exit()).as(edited.err()).isZero();
-    assertThat(edited.json().get("deleted").asLong()).isEqualTo(2);
+    assertThat(edited.json().get("entriesBefore").asLong()).isEqualTo(20);
+    assertThat(edited.json().get("entriesAfter").asLong()).isEqualTo(18);
     Run left = cli("state", "--checkpoint", cp, "--limit", "100", "--json");
     assertThat(left.json().get("shown").asInt()).isEqualTo(18);
     assertThat(left.out()).doesNotContain("\"device-1\"", "\"device-2\"");
 
     Run history = cli("history", "--checkpoint", cp);
-    assertThat(history.out()).contains("edit", "key.device IN ('device-1', 'device-2')", "2 of 20");
+    assertThat(history.out())
+        .contains("edit", "key.device IN ('device-1', 'device-2')", "20 -> 18 entries");
     assertThat(history.out()).doesNotContain("count\":");
 
     // rollback undoes the edit: the entries are back

@@ -4,6 +4,8 @@ import io.stateshift.checkpoint.PlacementCheck;
 import java.io.Serializable;
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
 /** The Spark job that writes a layout's state into the new partition count. */
@@ -39,6 +41,19 @@ public interface Redistribution {
    */
   default Redistribution deleteWhere(SparkSession spark, Map<Integer, String> predicates) {
     throw new UnsupportedOperationException("this job cannot leave entries out");
+  }
+
+  /**
+   * Makes the job write, per store slot, these entries (a {@code key} and a {@code value} struct of
+   * the store's schema) too, each replacing the store's entry with the same key.
+   */
+  default Redistribution upsert(SparkSession spark, Map<Integer, Dataset<Row>> rows) {
+    throw new UnsupportedOperationException("this job cannot add entries");
+  }
+
+  /** After {@link #run} of an upsert: the entries it added, per store slot (partition -1). */
+  default List<PartitionCount> added() {
+    return List.of();
   }
 
   /** After {@link #run} of an edit: the entries left out, per store partition read. */

@@ -121,6 +121,13 @@ public interface SparkLine {
    */
   void checkStatePredicate(SparkSession spark, StoreSpec store, String predicate, boolean keyOnly);
 
+  /**
+   * Checks that {@code rows} can be upserted into {@code store}: a {@code key} and a {@code value}
+   * struct whose fields are the store's, by name, with types that widen safely, and no key twice.
+   * Throws a StateShiftException (bad input) that names the schema expected.
+   */
+  void checkUpsert(SparkSession spark, StoreSpec store, Dataset<Row> rows);
+
   /** The SHA-256 (lowercase hex) of each file, read by Spark tasks. */
   List<String> sha256(SparkSession spark, Configuration conf, List<String> files);
 

@@ -128,6 +128,14 @@ public final class SparkState {
     StatePredicate.compile(spark, store, predicate, keyOnly);
   }
 
+  /** See {@link StateUpsert#checked}. */
+  public static void checkUpsert(
+      SparkSession spark,
+      StoreSpec store,
+      org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> rows) {
+    StateUpsert.checked(spark, store, rows);
+  }
+
   /** The SHA-256 of each file, one Spark task per file. */
   public static List<String> sha256(
       SparkSession spark, org.apache.hadoop.conf.Configuration conf, List<String> paths) {

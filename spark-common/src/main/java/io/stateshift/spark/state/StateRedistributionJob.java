@@ -155,6 +155,20 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private CollectionAccumulator<PartitionCount> deletedCounts;
 
+  /**
+   * For an edit that upserts: per store slot, the entries to write (on the driver only) and the
+   * keys whose own entries the read side leaves out, as a broadcast.
+   */
+  private transient java.util.Map<
+          Integer,
+          org.apache.spark.api.java.JavaRDD<org.apache.spark.sql.catalyst.expressions.UnsafeRow[]>>
+      upserts = java.util.Map.of();
+
+  private java.util.Map<Integer, Broadcast<java.util.Set<StateUpsert.KeyBytes>>> upsertedKeys =
+      java.util.Map.of();
+
+  private List<PartitionCount> added = List.of();
+
   /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
   private boolean inProcessDeletes = true;
 
@@ -284,7 +298,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
    */
   private StateExchange exchange(RuntimeConfig conf) {
-    if (!deletions.isEmpty()) {
+    if (!deletions.isEmpty() || !upserts.isEmpty()) {
       return new Shuffle(); // the file exchanges move raw bytes: they cannot leave entries out
     }
     for (StateExchange exchange :
@@ -304,6 +318,35 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             compiled.put(slot, StatePredicate.compile(spark, stores.get(slot), text, false)));
     this.deletions = java.util.Map.copyOf(compiled);
     return this;
+  }
+
+  @Override
+  public Redistribution upsert(
+      SparkSession spark,
+      java.util.Map<Integer, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>> rows) {
+    java.util.Map<
+            Integer,
+            org.apache.spark.api.java.JavaRDD<
+                org.apache.spark.sql.catalyst.expressions.UnsafeRow[]>>
+        entries = new java.util.HashMap<>();
+    java.util.Map<Integer, Broadcast<java.util.Set<StateUpsert.KeyBytes>>> keys =
+        new java.util.HashMap<>();
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    rows.forEach(
+        (slot, data) -> {
+          var converted =
+              StateUpsert.entries(StateUpsert.checked(spark, stores.get(slot), data)).cache();
+          entries.put(slot, converted);
+          keys.put(slot, jsc.broadcast(StateUpsert.keys(converted)));
+        });
+    this.upserts = entries;
+    this.upsertedKeys = keys;
+    return this;
+  }
+
+  @Override
+  public List<PartitionCount> added() {
+    return added;
   }
 
   @Override
@@ -373,8 +416,17 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         }
       }
       int targets = stores.size() * newPartitions;
-      RDD<Tuple2<byte[], Object>> tagged =
-          jsc.parallelize(sources, sources.size()).flatMap(StateRedistributionJob.this::read).rdd();
+      org.apache.spark.api.java.JavaRDD<Tuple2<byte[], Object>> read =
+          jsc.parallelize(sources, sources.size()).flatMap(StateRedistributionJob.this::read);
+      List<PartitionCount> upserted = new ArrayList<>();
+      StateRedistributionJob job = StateRedistributionJob.this; // tasks need it, not Shuffle
+      for (var upsert : upserts.entrySet()) {
+        int slot = upsert.getKey();
+        read = read.union(upsert.getValue().mapPartitions(e -> job.upsertRecords(slot, e)));
+        upserted.add(new PartitionCount(slot, -1, upsert.getValue().count(), 0, null));
+      }
+      added = List.copyOf(upserted);
+      RDD<Tuple2<byte[], Object>> tagged = read.rdd();
       ShuffledRDD<byte[], Object, Object> shuffled =
           new ShuffledRDD<>(
               tagged, new StateRecords.TargetPartitioner(targets), BYTES, OBJECT, OBJECT);
@@ -1176,7 +1228,10 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     }
     StateStoreIterator<UnsafeRowPair> entries = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
     StatePredicate deletion = deletions.get(spec.slot());
-    LeftOut rows = new LeftOut(entries, deletion, task.partition());
+    Broadcast<java.util.Set<StateUpsert.KeyBytes>> replaced = upsertedKeys.get(spec.slot());
+    LeftOut rows =
+        new LeftOut(
+            entries, deletion, replaced == null ? null : replaced.value(), task.partition());
     timer.lap("load");
     TaskContext.get()
         .addTaskCompletionListener(
@@ -1209,7 +1264,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           reported = true;
           readCounts.add(
               new PartitionCount(task.slot(), task.partition(), count + rows.leftOut, bytes, null));
-          if (deletion != null) {
+          if (deletion != null || replaced != null) {
             deletedCounts.add(
                 new PartitionCount(task.slot(), task.partition(), rows.leftOut, 0, null));
           }
@@ -1239,6 +1294,36 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     };
   }
 
+  /** An upsert's entries for one store slot as shuffle records, tagged with their new partition. */
+  private Iterator<Tuple2<byte[], Object>> upsertRecords(
+      int slot, Iterator<org.apache.spark.sql.catalyst.expressions.UnsafeRow[]> entries) {
+    StoreSpec spec = stores.get(slot);
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    RocksDbSnapshotWriter.Encoding encoding =
+        rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+            ? new RocksDbSnapshotWriter.Encoding(spec)
+            : null;
+    int firstTarget = slot * newPartitions;
+    return new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return entries.hasNext();
+      }
+
+      @Override
+      public Tuple2<byte[], Object> next() {
+        var entry = entries.next();
+        int target =
+            firstTarget + StateStores.KeyPlacement.pmod(placement.hash(entry[0]), newPartitions);
+        byte[] record =
+            encoding != null
+                ? encoding.record(target, entry[0], entry[1])
+                : StateRecords.pack(target, entry[0], entry[1]);
+        return new Tuple2<>(record, null);
+      }
+    };
+  }
+
   /**
    * A store's entries without those an edit leaves out (all of them without one), counting those.
    * The store reuses its pair object, so an entry is looked at only once the previous one is used.
@@ -1246,14 +1331,19 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   private static final class LeftOut implements Iterator<UnsafeRowPair> {
     private final scala.collection.Iterator<UnsafeRowPair> entries;
     private final StatePredicate deletion;
+    private final java.util.Set<StateUpsert.KeyBytes> replaced;
     private final int partition;
     private UnsafeRowPair next;
     long leftOut;
 
     LeftOut(
-        scala.collection.Iterator<UnsafeRowPair> entries, StatePredicate deletion, int partition) {
+        scala.collection.Iterator<UnsafeRowPair> entries,
+        StatePredicate deletion,
+        java.util.Set<StateUpsert.KeyBytes> replaced,
+        int partition) {
       this.entries = entries;
       this.deletion = deletion;
+      this.replaced = replaced;
       this.partition = partition;
     }
 
@@ -1261,7 +1351,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     public boolean hasNext() {
       while (next == null && entries.hasNext()) {
         UnsafeRowPair pair = entries.next();
-        if (deletion != null && deletion.matches(partition, pair.key(), pair.value())) {
+        if ((deletion != null && deletion.matches(partition, pair.key(), pair.value()))
+            || (replaced != null
+                && replaced.contains(new StateUpsert.KeyBytes(pair.key().getBytes())))) {
           leftOut++;
         } else {
           next = pair;
