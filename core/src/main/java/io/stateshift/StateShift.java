@@ -60,6 +60,14 @@ public final class StateShift {
   }
 
   /**
+   * Starts describing an evolution of the saved state of a stopped query for a changed query:
+   * {@code evolveState(cp).toQuery(newQuery).fill("sum", "0").execute()}; see {@link EvolveState}.
+   */
+  public EvolveState evolveState(String checkpointLocation) {
+    return new EvolveState(spark, checkpointLocation);
+  }
+
+  /**
    * Restores the layout before the checkpoint's last repartition, as long as no batch has run on
    * the new layout. Returns the plan that was undone.
    */

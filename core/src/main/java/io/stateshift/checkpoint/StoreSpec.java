@@ -52,6 +52,20 @@ public record StoreSpec(
     return !columnFamilies.isEmpty();
   }
 
+  /** The same store with another value schema (an evolution of its state). */
+  public StoreSpec withValueSchema(StructType schema) {
+    return new StoreSpec(
+        slot,
+        operatorId,
+        operatorName,
+        storeName,
+        numColsPrefixKey,
+        keySchema,
+        schema,
+        stateFormatVersion,
+        columnFamilies);
+  }
+
   public String dir(int partition) {
     return StatefulOperator.storeDir(operatorId, partition, storeName);
   }

@@ -387,6 +387,44 @@ final class CommandLine {
                   JSON),
               "stateshift edit --checkpoint /data/checkpoints/orders --delete-where \"key.user = 'u42'\""),
           new CliCommand(
+              "evolve",
+              "Rewrite the state's values for a changed query (an aggregate added or dropped).",
+              """
+          Rewrites every value of one stateful operator's state into --value-schema, the value
+          the changed query keeps (as the state command shows values): old fields are carried by
+          name (types widen where safe), new ones are filled by --fill expressions over key and
+          the old value (by default null, or zero for a number that cannot be null), dropped
+          ones go. Spark's state schema file is rewritten, so the changed query starts on the same
+          checkpoint. Crash-safe, under the same protocol as repartition; rollback undoes it.
+          """,
+              withSpark(
+                  CHECKPOINT,
+                  OPERATOR,
+                  CliOption.value(
+                          "value-schema",
+                          "<ddl>",
+                          null,
+                          "the new value's fields, for example \"count BIGINT, sum BIGINT\"")
+                      .mandatory()
+                      .checkedBy(CliOption::notBlank),
+                  CliOption.value(
+                          "fill",
+                          "<field=expression>",
+                          "null, or 0 for a number that cannot be null",
+                          "how a new field is computed, for example \"sum=0\"")
+                      .many()
+                      .checkedBy(
+                          v ->
+                              v.indexOf('=') > 0
+                                  ? null
+                                  : "takes field=expression, got '" + v + "'"),
+                  DRY_RUN,
+                  BACKUP_TO,
+                  FILE_SINK,
+                  ASSUME_STOPPED,
+                  JSON),
+              "stateshift evolve --checkpoint /data/checkpoints/orders --value-schema \"count BIGINT, sum BIGINT\" --fill sum=0"),
+          new CliCommand(
               "history",
               "List the repartitions and rollbacks done on a checkpoint.",
               """

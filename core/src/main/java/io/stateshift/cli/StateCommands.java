@@ -5,7 +5,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.stateshift.EditPreview;
 import io.stateshift.EditState;
+import io.stateshift.EvolveState;
 import io.stateshift.ReadState;
+import io.stateshift.RepartitionPlan;
 import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
 import io.stateshift.checkpoint.SessionSettings;
@@ -258,5 +260,58 @@ final class StateCommands {
       }
     }
     return new StateShiftCli.Outcome(StateShiftCli.OK, text.toString(), json);
+  }
+
+  static StateShiftCli.Outcome evolve(SparkSession spark, Invocation args, PrintStream err) {
+    EvolveState action =
+        StateShift.get(spark)
+            .evolveState(args.value("checkpoint"))
+            .toValueSchema(args.value("value-schema"))
+            .onProgress(message -> err.println("  " + message))
+            .backupTo(args.value("backup-to"))
+            .fileSink(args.value("file-sink"));
+    if (args.has("operator")) {
+      action.operator(args.intValue("operator", -1));
+    }
+    for (String fill : args.all("fill")) {
+      int eq = fill.indexOf('=');
+      action.fill(fill.substring(0, eq).trim(), fill.substring(eq + 1).trim());
+    }
+    if (args.flag("assume-stopped")) {
+      action.assumeStopped();
+    }
+    ObjectNode json = CliJson.envelope(args.name(), StateShiftCli.OK);
+    boolean dryRun = args.flag("dry-run");
+    json.put("dryRun", dryRun);
+    json.put("valueSchema", args.value("value-schema"));
+    if (dryRun) {
+      RepartitionPlan plan = action.plan();
+      json.put("changed", false);
+      json.put("lastCommittedBatch", plan.lastCommittedBatch());
+      return new StateShiftCli.Outcome(
+          StateShiftCli.OK,
+          String.format(
+              "The state of %s can evolve to value %s at batch %d.%ndry run: nothing was"
+                  + " written.%n",
+              plan.checkpoint(), args.value("value-schema"), plan.lastCommittedBatch()),
+          json);
+    }
+    RepartitionResult result = action.execute();
+    json.put("changed", !result.stores().isEmpty());
+    json.put("batchId", result.batchId());
+    json.put("totalMillis", result.totalMillis());
+    json.put("entries", result.rowsMoved());
+    return new StateShiftCli.Outcome(
+        StateShiftCli.OK,
+        result.stores().isEmpty()
+            ? "The interrupted evolution was finished; nothing more to do.\n"
+            : String.format(
+                "Evolved %s: %,d entries rewritten to value %s in %,d ms (batch %d).%n",
+                result.plan().checkpoint(),
+                result.rowsMoved(),
+                args.value("value-schema"),
+                result.totalMillis(),
+                result.batchId()),
+        json);
   }
 }

@@ -126,6 +126,7 @@ public final class StateShiftCli {
             case "state" -> withSpark(args, spark -> StateCommands.state(spark, args));
             case "export" -> withSpark(args, spark -> StateCommands.export(spark, args));
             case "edit" -> withSpark(args, spark -> StateCommands.edit(spark, args, err));
+            case "evolve" -> withSpark(args, spark -> StateCommands.evolve(spark, args, err));
             case "history" -> withSpark(args, spark -> history(spark, args));
             case "doctor" -> withSpark(args, spark -> doctor(spark, args));
             case "report" -> withSpark(args, spark -> report(spark, args));

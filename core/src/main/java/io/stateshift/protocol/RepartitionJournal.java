@@ -40,8 +40,8 @@ public record RepartitionJournal(
    * state/} whose names a new file takes (a prepared layout's base version {@code N+1}, where the
    * old partition has a snapshot of that version too): the switch moves each, with a checksum file
    * beside it, into {@link #retiredDir} before it moves the new file in, and a rollback moves them
-   * back; {@code edit}, for an edit, the options that name it ({@code --operator 0 --delete-where
-   * "..."}), else null.
+   * back; {@code edit}, for an edit or an evolution, the command and options that name it but the
+   * checkpoint ({@code edit --operator 0 --delete-where '...'}), else null.
    */
   public RepartitionJournal {
     fileSinkLogs = fileSinkLogs == null ? java.util.List.of() : java.util.List.copyOf(fileSinkLogs);
@@ -158,7 +158,11 @@ public record RepartitionJournal(
       return command + "repartition --checkpoint " + root + " --partitions " + fromPartitions;
     }
     if (edit != null) {
-      command += "edit --checkpoint " + root + " " + edit;
+      int space = edit.indexOf(' ');
+      command +=
+          space < 0
+              ? edit + " --checkpoint " + root
+              : edit.substring(0, space) + " --checkpoint " + root + edit.substring(space);
       return fromPartitions == toPartitions ? command : command + " --partitions " + toPartitions;
     }
     if (!changesProvider() && !changesFormat()) {

@@ -13,6 +13,7 @@ import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.SessionSettings;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
+import io.stateshift.checkpoint.StateSchemaFile;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
@@ -424,7 +425,9 @@ public final class RepartitionRunner {
                 newFiles,
                 v1Metadata(checkpoint),
                 newCommit,
-                statePath.prepared() ? replacedFiles(newFiles, journal.baseBatch() + 1) : List.of())
+                statePath.prepared()
+                    ? replacedFiles(newFiles, journal.baseBatch() + 1)
+                    : edit != null && edit.evolves() ? replacedSchemaFiles(newFiles) : List.of())
             .withPhase(RepartitionJournal.Phase.SWITCHING);
     journal.save(files);
     FailPoints.reached("journal-switching");
@@ -606,6 +609,9 @@ public final class RepartitionRunner {
             .checkStatePredicate(
                 spark, store, edit.deleteWhere(), operator.name().equals(StateLayout.JOIN));
       }
+      if (edit.evolves()) {
+        checkEvolution(operator, store);
+      }
       if (edit.upsertRows() != null) {
         if (operator.stores().size() != 1) {
           throw new StateShiftException(
@@ -624,6 +630,75 @@ public final class RepartitionRunner {
       }
     }
     return operator.id();
+  }
+
+  /**
+   * Checks an evolution of an operator's one store: the new query's key is the state's (a key
+   * change is refused: it moves entries between keys), Spark's schema file is one stateshift
+   * rewrites (format version 2), and every new value field is carried or filled.
+   */
+  private void checkEvolution(StatefulOperator operator, StoreSpec store) {
+    if (operator.stores().size() != 1) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_OPERATOR,
+          "Operator "
+              + operator.id()
+              + " ("
+              + operator.name()
+              + ") keeps its state in "
+              + operator.stores().size()
+              + " stores; stateshift evolves the values of an operator with one store"
+              + " (aggregations, deduplication, flatMapGroupsWithState). The checkpoint was not"
+              + " changed.");
+    }
+    if (edit.keySchema() != null && !sameFields(edit.keySchema(), store.keySchema())) {
+      throw new StateShiftException(
+          Reason.QUERY_CHANGED,
+          "The new query's state key is "
+              + edit.keySchema().toDDL()
+              + ", the state's is "
+              + store.keySchema().toDDL()
+              + ": a key change moves entries between keys, which stateshift does not do."
+              + " Keep the grouping key (a change of the partition count is a repartition)."
+              + " The checkpoint was not changed.");
+    }
+    if (sameFields(edit.valueSchema(), store.valueSchema()) && edit.fills().isEmpty()) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "The state of operator "
+              + operator.id()
+              + " already has the value "
+              + store.valueSchema().toDDL()
+              + ": nothing to evolve.");
+    }
+    Path schemaFile = files.path(StateSchemaFile.path(operator.id(), store.storeName()));
+    int version = StateSchemaFile.version(files, schemaFile);
+    if (version != 2) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "The state schema file "
+              + files.relativize(schemaFile)
+              + " is "
+              + (version < 0 ? "missing or unreadable" : "in format v" + version)
+              + "; stateshift evolves state whose schema Spark records in format v2. The"
+              + " checkpoint was not changed.");
+    }
+    SparkLines.get().checkValueEvolution(spark, store, edit.valueSchema(), edit.fills());
+  }
+
+  /** Whether two schemas have the same fields, by name and type, nullability aside. */
+  private static boolean sameFields(
+      org.apache.spark.sql.types.StructType a, org.apache.spark.sql.types.StructType b) {
+    if (a.size() != b.size()) {
+      return false;
+    }
+    for (int i = 0; i < a.size(); i++) {
+      if (!a.fields()[i].name().equals(b.fields()[i].name())
+          || !a.fields()[i].dataType().sameType(b.fields()[i].dataType())) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
@@ -787,9 +862,28 @@ public final class RepartitionRunner {
       if (!upserts.isEmpty()) {
         job.upsert(spark, upserts);
       }
+      StoreSpec evolved = null;
+      if (edit.evolves()) {
+        evolved =
+            layout.stores().stream()
+                .filter(st -> st.operatorId() == editOperator)
+                .findFirst()
+                .orElseThrow();
+        job.evolveValues(spark, Map.of(evolved.slot(), edit.valueSchema()), edit.fills());
+      }
       Redistribution.Outcome outcome = runStagingJob(job, layout, journal);
       deleted = job.deleted();
       added = job.added();
+      if (evolved != null) {
+        // Spark checks a restarted query's state schema against this file: it names the new value
+        StateSchemaFile.writeV2(
+            files,
+            new Path(
+                journal.stagedDir(files),
+                StateSchemaFile.path(evolved.operatorId(), evolved.storeName())),
+            evolved.keySchema(),
+            edit.valueSchema());
+      }
       return outcome;
     }
     return runStagingJob(job, layout, journal);
@@ -1163,6 +1257,18 @@ public final class RepartitionRunner {
           }
         });
     return replaced.stream().sorted().toList();
+  }
+
+  /**
+   * For an evolution: the schema file the new one replaces; it moves aside at the switch and comes
+   * back with a rollback.
+   */
+  private List<String> replacedSchemaFiles(List<String> newFiles) {
+    // a checksum file system (local disk) moves Spark's checksum file with the schema file
+    return newFiles.stream()
+        .filter(relative -> relative.endsWith("/_metadata/schema"))
+        .filter(relative -> files.exists(files.path(relative)))
+        .toList();
   }
 
   /**

@@ -123,6 +123,21 @@ public abstract class SparkLineBase implements SparkLine {
   }
 
   @Override
+  public void checkValueEvolution(
+      SparkSession spark,
+      StoreSpec store,
+      org.apache.spark.sql.types.StructType valueSchema,
+      java.util.Map<String, String> fills) {
+    SparkState.checkValueEvolution(spark, store, valueSchema, fills);
+  }
+
+  @Override
+  public Optional<org.apache.spark.sql.types.StructType[]> aggregationStateSchema(
+      org.apache.spark.sql.Dataset<?> query) {
+    return SparkState.aggregationStateSchema(query);
+  }
+
+  @Override
   public Redistribution redistribution(
       StateLayout layout,
       String stagingDir,

@@ -7,6 +7,7 @@ import java.util.Map;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.StructType;
 
 /** The Spark job that writes a layout's state into the new partition count. */
 public interface Redistribution {
@@ -49,6 +50,15 @@ public interface Redistribution {
    */
   default Redistribution upsert(SparkSession spark, Map<Integer, Dataset<Row>> rows) {
     throw new UnsupportedOperationException("this job cannot add entries");
+  }
+
+  /**
+   * Makes the job rewrite, per store slot, every value into a new schema: fields carried by name,
+   * new ones from {@code fills} (SQL expressions over {@code key} and the old {@code value}).
+   */
+  default Redistribution evolveValues(
+      SparkSession spark, Map<Integer, StructType> valueSchemas, Map<String, String> fills) {
+    throw new UnsupportedOperationException("this job cannot rewrite values");
   }
 
   /** After {@link #run} of an upsert: the entries it added, per store slot (partition -1). */

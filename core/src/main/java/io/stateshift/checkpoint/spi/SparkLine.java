@@ -11,6 +11,7 @@ import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
 import java.io.IOException;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
@@ -19,6 +20,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionBuilder;
 import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * Everything stateshift needs from one Spark line that Spark's public API does not offer: reading
@@ -127,6 +129,21 @@ public interface SparkLine {
    * Throws a StateShiftException (bad input) that names the schema expected.
    */
   void checkUpsert(SparkSession spark, StoreSpec store, Dataset<Row> rows);
+
+  /**
+   * Checks that the values of {@code store} can be rewritten into {@code valueSchema}, old fields
+   * carried by name with types that widen safely, new ones filled by {@code fills} or by null or
+   * zero. Throws a StateShiftException (bad input) that names the columns there are.
+   */
+  void checkValueEvolution(
+      SparkSession spark, StoreSpec store, StructType valueSchema, Map<String, String> fills);
+
+  /**
+   * The key and value schema of the state of a streaming query's one aggregation ({@code [key,
+   * value]}), as Spark would record them, planned without running it; empty when the query has no
+   * single streaming aggregation.
+   */
+  Optional<StructType[]> aggregationStateSchema(Dataset<?> streamingQuery);
 
   /** The SHA-256 (lowercase hex) of each file, read by Spark tasks. */
   List<String> sha256(SparkSession spark, Configuration conf, List<String> files);

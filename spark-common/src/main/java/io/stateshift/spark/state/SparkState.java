@@ -136,6 +136,21 @@ public final class SparkState {
     StateUpsert.checked(spark, store, rows);
   }
 
+  /** See {@link StateValueTransform#compile}. */
+  public static void checkValueEvolution(
+      SparkSession spark,
+      StoreSpec store,
+      org.apache.spark.sql.types.StructType valueSchema,
+      java.util.Map<String, String> fills) {
+    StateValueTransform.compile(spark, store, valueSchema, fills);
+  }
+
+  /** See {@link QueryStateSchema}. */
+  public static java.util.Optional<org.apache.spark.sql.types.StructType[]> aggregationStateSchema(
+      org.apache.spark.sql.Dataset<?> query) {
+    return QueryStateSchema.ofAggregation(query);
+  }
+
   /** The SHA-256 of each file, one Spark task per file. */
   public static List<String> sha256(
       SparkSession spark, org.apache.hadoop.conf.Configuration conf, List<String> paths) {

@@ -25,6 +25,7 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.rdd.ShuffledRDD;
 import org.apache.spark.sql.RuntimeConfig;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
@@ -169,6 +170,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private List<PartitionCount> added = List.of();
 
+  /** For an evolution: per store slot, the rewrite of every value into the new schema. */
+  private java.util.Map<Integer, StateValueTransform> transforms = java.util.Map.of();
+
+  /** The stores as written: with their new value schema where an evolution changes it. */
+  private List<StoreSpec> writeStores;
+
   /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
   private boolean inProcessDeletes = true;
 
@@ -298,7 +305,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
    */
   private StateExchange exchange(RuntimeConfig conf) {
-    if (!deletions.isEmpty() || !upserts.isEmpty()) {
+    if (!deletions.isEmpty() || !upserts.isEmpty() || !transforms.isEmpty()) {
       return new Shuffle(); // the file exchanges move raw bytes: they cannot leave entries out
     }
     for (StateExchange exchange :
@@ -342,6 +349,28 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     this.upserts = entries;
     this.upsertedKeys = keys;
     return this;
+  }
+
+  @Override
+  public Redistribution evolveValues(
+      SparkSession spark,
+      java.util.Map<Integer, org.apache.spark.sql.types.StructType> valueSchemas,
+      java.util.Map<String, String> fills) {
+    java.util.Map<Integer, StateValueTransform> compiled = new java.util.HashMap<>();
+    List<StoreSpec> written = new ArrayList<>(stores);
+    valueSchemas.forEach(
+        (slot, schema) -> {
+          compiled.put(slot, StateValueTransform.compile(spark, stores.get(slot), schema, fills));
+          written.set(slot, stores.get(slot).withValueSchema(schema));
+        });
+    this.transforms = java.util.Map.copyOf(compiled);
+    this.writeStores = List.copyOf(written);
+    return this;
+  }
+
+  /** A store as the write side writes it. */
+  private StoreSpec writeSpec(int slot) {
+    return writeStores != null ? writeStores.get(slot) : stores.get(slot);
   }
 
   @Override
@@ -1249,8 +1278,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     String source = versionFiles(spec, task.partition());
     RocksDbSnapshotWriter.Encoding encoding =
         rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-            ? new RocksDbSnapshotWriter.Encoding(spec)
+            ? new RocksDbSnapshotWriter.Encoding(writeSpec(spec.slot()))
             : null;
+    StateValueTransform transform = transforms.get(spec.slot());
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -1283,10 +1313,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           check.report(source);
         }
         int target = firstTarget + StateStores.KeyPlacement.pmod(hash, newPartitions);
+        UnsafeRow value =
+            transform == null
+                ? pair.value()
+                : transform.apply(task.partition(), pair.key(), pair.value());
         byte[] record =
             encoding != null
-                ? encoding.record(target, pair.key(), pair.value())
-                : StateRecords.pack(target, pair.key(), pair.value());
+                ? encoding.record(target, pair.key(), value)
+                : StateRecords.pack(target, pair.key(), value);
         count++;
         bytes += pair.key().getSizeInBytes() + pair.value().getSizeInBytes();
         return new Tuple2<>(record, null);
@@ -1301,7 +1335,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
     RocksDbSnapshotWriter.Encoding encoding =
         rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-            ? new RocksDbSnapshotWriter.Encoding(spec)
+            ? new RocksDbSnapshotWriter.Encoding(writeSpec(slot))
             : null;
     int firstTarget = slot * newPartitions;
     return new Iterator<>() {
@@ -1421,7 +1455,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private Iterator<PartitionCount> write(int target, Iterator<Tuple2<byte[], Object>> shuffled) {
     beginTask();
-    StoreSpec spec = stores.get(target / newPartitions);
+    StoreSpec spec = writeSpec(target / newPartitions);
     int partition = target % newPartitions;
     if (target == stores.size() * newPartitions - 1) {
       FailPoints.reached("staging-task"); // while other partitions may be half written
