@@ -525,10 +525,9 @@ public final class StateShiftCli {
     List<String> local = new java.util.ArrayList<>(args.operands());
     local.addAll(args.all("history"));
     if (local.stream().allMatch(StateShiftCli::isLocal)) {
-      org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration();
-      io.stateshift.inventory.CheckpointSearch.find(args.operands(), conf);
+      io.stateshift.inventory.CheckpointSearch.findLocal(args.operands());
       for (String history : args.all("history")) {
-        if (!java.nio.file.Files.exists(localPath(history))) {
+        if (!java.nio.file.Files.exists(io.stateshift.inventory.CheckpointSearch.local(history))) {
           throw new IllegalArgumentException(
               "--history "
                   + history
@@ -569,12 +568,6 @@ public final class StateShiftCli {
     } catch (java.net.URISyntaxException e) {
       return !location.contains("://");
     }
-  }
-
-  private static java.nio.file.Path localPath(String location) {
-    return location.startsWith("file:")
-        ? java.nio.file.Path.of(java.net.URI.create(location).getPath())
-        : java.nio.file.Path.of(location);
   }
 
   private Outcome demo(Invocation args) {

@@ -31,11 +31,35 @@ public final class CheckpointSearch {
 
   private CheckpointSearch() {}
 
+  /** One entry of a folder listing. */
+  private record Entry(String path, String name, boolean directory) {}
+
+  /** A file system as the search sees it: an entry by path, and a folder's entries. */
+  private interface Listing {
+    /** The entry at {@code location} with its qualified path; null when there is none. */
+    Entry stat(String location) throws IOException;
+
+    /** The entries of a folder; empty when it is gone. */
+    List<Entry> list(String dir) throws IOException;
+  }
+
   /**
    * The checkpoints at or below each location, by name. A location that does not exist, or under
    * which no checkpoint is found, is bad input.
    */
   public static List<Found> find(List<String> locations, Configuration conf) {
+    return find(locations, hadoop(conf));
+  }
+
+  /**
+   * The same for local paths, through the JVM's own file API: no Hadoop file system to start, so
+   * the command line can refuse a wrong path at once, before Spark starts.
+   */
+  public static List<Found> findLocal(List<String> locations) {
+    return find(locations, LOCAL);
+  }
+
+  private static List<Found> find(List<String> locations, Listing fs) {
     if (locations.isEmpty()) {
       throw new StateShiftException(
           Reason.INVALID_ARGUMENT,
@@ -45,23 +69,18 @@ public final class CheckpointSearch {
     for (String location : locations) {
       List<Found> found = new ArrayList<>();
       try {
-        Path path = new Path(location);
-        FileSystem fs = path.getFileSystem(conf);
-        path = fs.makeQualified(path);
-        FileStatus status;
-        try {
-          status = fs.getFileStatus(path);
-        } catch (FileNotFoundException e) {
+        Entry root = fs.stat(location);
+        if (root == null) {
           throw new StateShiftException(
               Reason.CHECKPOINT_NOT_FOUND,
               location + " does not exist. Pass a folder that holds checkpoints, or a checkpoint.");
         }
-        if (!status.isDirectory()) {
+        if (!root.directory()) {
           throw new StateShiftException(
               Reason.NOT_A_CHECKPOINT,
               location + " is a file. Pass a folder that holds checkpoints, or a checkpoint.");
         }
-        walk(fs, path, path, 0, found);
+        walk(fs, root.path(), root.path(), 0, found);
       } catch (IOException e) {
         throw new UncheckedIOException("Cannot list " + location + ": " + e.getMessage(), e);
       }
@@ -80,48 +99,113 @@ public final class CheckpointSearch {
     return List.copyOf(out.values());
   }
 
-  private static void walk(FileSystem fs, Path root, Path dir, int depth, List<Found> out)
+  private static void walk(Listing fs, String root, String dir, int depth, List<Found> out)
       throws IOException {
-    FileStatus[] children;
-    try {
-      children = fs.listStatus(dir);
-    } catch (FileNotFoundException gone) {
-      return;
-    }
     boolean offsets = false;
     boolean commitsOrMetadata = false;
-    List<Path> folders = new ArrayList<>();
-    for (FileStatus child : children) {
-      String name = child.getPath().getName();
-      if (child.isDirectory()) {
+    List<String> folders = new ArrayList<>();
+    for (Entry child : fs.list(dir)) {
+      String name = child.name();
+      if (child.directory()) {
         offsets |= name.equals("offsets");
         commitsOrMetadata |= name.equals("commits");
         if (!name.startsWith("_") && !name.startsWith(".")) {
-          folders.add(child.getPath());
+          folders.add(child.path());
         }
       } else if (name.equals("metadata")) {
         commitsOrMetadata = true;
       }
     }
     if (offsets && commitsOrMetadata) {
-      out.add(new Found(name(root, dir), dir.toString()));
+      out.add(new Found(name(root, dir), dir));
       return;
     }
     if (depth < MAX_DEPTH) {
-      for (Path folder : folders) {
+      folders.sort(Comparator.naturalOrder());
+      for (String folder : folders) {
         walk(fs, root, folder, depth + 1, out);
       }
     }
   }
 
   /** The path below the folder given; the folder's own name when it is the checkpoint. */
-  private static String name(Path root, Path dir) {
+  private static String name(String root, String dir) {
     if (dir.equals(root)) {
-      return dir.getName().isEmpty() ? dir.toString() : dir.getName();
+      String name = new Path(dir).getName();
+      return name.isEmpty() ? dir : name;
     }
-    String r = root.toUri().getPath();
-    String d = dir.toUri().getPath();
-    String relative = d.startsWith(r) ? d.substring(r.length()) : d;
+    String relative = dir.startsWith(root) ? dir.substring(root.length()) : dir;
     return relative.startsWith("/") ? relative.substring(1) : relative;
+  }
+
+  private static Listing hadoop(Configuration conf) {
+    return new Listing() {
+      @Override
+      public Entry stat(String location) throws IOException {
+        Path path = new Path(location);
+        FileSystem fs = path.getFileSystem(conf);
+        try {
+          FileStatus status = fs.getFileStatus(fs.makeQualified(path));
+          return new Entry(
+              status.getPath().toString(), status.getPath().getName(), status.isDirectory());
+        } catch (FileNotFoundException e) {
+          return null;
+        }
+      }
+
+      @Override
+      public List<Entry> list(String dir) throws IOException {
+        Path path = new Path(dir);
+        List<Entry> out = new ArrayList<>();
+        try {
+          for (FileStatus child : path.getFileSystem(conf).listStatus(path)) {
+            out.add(
+                new Entry(
+                    child.getPath().toString(), child.getPath().getName(), child.isDirectory()));
+          }
+        } catch (FileNotFoundException gone) {
+          // listed a moment ago, gone now: nothing below it
+        }
+        return out;
+      }
+    };
+  }
+
+  private static final Listing LOCAL =
+      new Listing() {
+        @Override
+        public Entry stat(String location) {
+          java.nio.file.Path path = local(location);
+          if (!java.nio.file.Files.exists(path)) {
+            return null;
+          }
+          return new Entry(
+              path.toString(),
+              String.valueOf(path.getFileName()),
+              java.nio.file.Files.isDirectory(path));
+        }
+
+        @Override
+        public List<Entry> list(String dir) throws IOException {
+          List<Entry> out = new ArrayList<>();
+          try (var children = java.nio.file.Files.list(java.nio.file.Path.of(dir))) {
+            children.forEach(
+                c ->
+                    out.add(
+                        new Entry(
+                            c.toString(),
+                            c.getFileName().toString(),
+                            java.nio.file.Files.isDirectory(c))));
+          } catch (java.nio.file.NoSuchFileException gone) {
+            // listed a moment ago, gone now: nothing below it
+          }
+          return out;
+        }
+      };
+
+  /** A local location as a path: {@code file:} URIs and plain paths, made absolute. */
+  public static java.nio.file.Path local(String location) {
+    String p = location.startsWith("file:") ? java.net.URI.create(location).getPath() : location;
+    return java.nio.file.Path.of(p).toAbsolutePath().normalize();
   }
 }
