@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -96,7 +97,12 @@ public final class CheckpointSearch {
       found.sort(Comparator.comparing(Found::name));
       found.forEach(f -> out.putIfAbsent(f.location(), f));
     }
-    return List.copyOf(out.values());
+    // two streams of one name (the same folder name under two locations): named by location
+    Map<String, Long> names = new HashMap<>();
+    out.values().forEach(f -> names.merge(f.name(), 1L, Long::sum));
+    return out.values().stream()
+        .map(f -> names.get(f.name()) > 1 ? new Found(f.location(), f.location()) : f)
+        .toList();
   }
 
   private static void walk(Listing fs, String root, String dir, int depth, List<Found> out)
@@ -128,11 +134,21 @@ public final class CheckpointSearch {
     }
   }
 
-  /** The path below the folder given; the folder's own name when it is the checkpoint. */
+  /**
+   * The path below the folder given; for a checkpoint given itself, its folder's name, with its
+   * parent's when that name says no more than "checkpoint" ({@code orders/checkpoint}).
+   */
   private static String name(String root, String dir) {
     if (dir.equals(root)) {
-      String name = new Path(dir).getName();
-      return name.isEmpty() ? dir : name;
+      Path path = new Path(dir);
+      String name = path.getName();
+      if (name.isEmpty()) {
+        return dir;
+      }
+      boolean generic = name.matches("(?i)[._-]?(checkpoints?|checkpoint_?location|chk|ckpt|cp)");
+      return generic && path.getParent() != null && !path.getParent().getName().isEmpty()
+          ? path.getParent().getName() + "/" + name
+          : name;
     }
     String relative = dir.startsWith(root) ? dir.substring(root.length()) : dir;
     return relative.startsWith("/") ? relative.substring(1) : relative;

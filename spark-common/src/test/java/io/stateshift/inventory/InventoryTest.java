@@ -393,6 +393,47 @@ class InventoryTest {
     assertThat(join.getString(join.fieldIndex("recommendations"))).isEqualTo("CHANGE_PARTITIONS");
   }
 
+  /** A folder laid out as Spark lays out a checkpoint (only what the search looks at). */
+  private static Path fakeCheckpoint(Path dir) throws Exception {
+    Files.createDirectories(dir.resolve("offsets"));
+    Files.createDirectories(dir.resolve("commits"));
+    Files.writeString(dir.resolve("metadata"), "{\"id\":\"x\"}");
+    return dir;
+  }
+
+  @Test
+  void namesOfTheStreamsFound() throws Exception {
+    Path root = tmp.resolve("names");
+    Path orders = fakeCheckpoint(root.resolve("orders/checkpoint"));
+    fakeCheckpoint(root.resolve("eu/payments"));
+    fakeCheckpoint(root.resolve("us/payments"));
+    fakeCheckpoint(root.resolve("eu/payments/state/0")); // inside a checkpoint: not searched
+    fakeCheckpoint(root.resolve("_archive/old")); // a folder named _...: passed over
+    fakeCheckpoint(root.resolve("a/b/c/d/e/f/g/too-deep"));
+    assertThat(CheckpointSearch.findLocal(List.of(root.toString())))
+        .extracting(CheckpointSearch.Found::name)
+        .containsExactly("eu/payments", "orders/checkpoint", "us/payments");
+    // given themselves: the folder's name, with its parent's where the name is generic; the
+    // same name twice: the locations
+    assertThat(
+            CheckpointSearch.findLocal(
+                List.of(
+                    orders.toString(),
+                    root.resolve("eu/payments").toString(),
+                    root.resolve("us/payments").toString())))
+        .extracting(CheckpointSearch.Found::name)
+        .containsExactly(
+            "orders/checkpoint",
+            root.resolve("eu/payments").toString(),
+            root.resolve("us/payments").toString());
+    // through Hadoop's file system, the same names
+    assertThat(
+            CheckpointSearch.find(
+                List.of(root.toString()), spark.sparkContext().hadoopConfiguration()))
+        .extracting(CheckpointSearch.Found::name)
+        .containsExactly("eu/payments", "orders/checkpoint", "us/payments");
+  }
+
   @Test
   void badInputIsRefusedInOneLine() throws Exception {
     Path empty = Files.createDirectories(tmp.resolve("empty/a/b"));
