@@ -31,7 +31,8 @@ public record FleetReport(
    * @param lastBatchAt when the last retained batch was committed (ISO-8601)
    * @param triggerIntervalMs the trigger interval the monitor's history records (null: none)
    * @param historyBatches batches of this stream in the monitor's history
-   * @param worst the doctor's most severe finding, {@code SEVERITY CODE: title}
+   * @param worstSeverity the severity of the doctor's most severe finding
+   * @param worst that finding, {@code CODE: title}
    * @param findings the codes of all the doctor's findings
    * @param error why the checkpoint could not be read (then most values are null)
    */
@@ -140,7 +141,9 @@ public record FleetReport(
             s.idleShare() == null ? "-" : percent(s.idleShare()),
             s.triggerIntervalMs() == null ? "-" : millis(s.triggerIntervalMs()),
             s.batchDurationMsMedian() == null ? "-" : millis(s.batchDurationMsMedian()),
-            s.error() != null ? "ERROR " + s.error() : s.worst() == null ? "-" : s.worst()
+            s.error() != null
+                ? "ERROR " + s.error()
+                : s.worst() == null ? "-" : s.worstSeverity() + " " + s.worst()
           });
     }
     int[] width = new int[rows.get(0).length];

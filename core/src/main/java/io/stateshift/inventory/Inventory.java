@@ -188,7 +188,7 @@ public final class Inventory {
                 Math.min(durations.length - 1, (int) Math.ceil(durations.length * 0.95) - 1)],
         durations.length,
         worst == null ? null : worst.severity().name(),
-        worst == null ? null : worst.severity() + " " + worst.code() + ": " + worst.title(),
+        worst == null ? null : worst.code() + ": " + worst.title(),
         report.findings().stream().map(Finding::code).toList(),
         null);
   }

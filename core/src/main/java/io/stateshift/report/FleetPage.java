@@ -9,7 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
-import java.util.function.ToDoubleFunction;
+import java.util.function.Function;
 
 /**
  * The fleet view as one self-contained HTML page (no script, no network): the streams' table, two
@@ -47,7 +47,7 @@ public final class FleetPage {
         table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-top:1px solid #e6e9ef;padding:6px;text-align:left;vertical-align:top}
         td.n{text-align:right;font-variant-numeric:tabular-nums} .sev{font-weight:600;border-radius:4px;padding:1px 6px;font-size:12px}
         .ERROR{background:#fde2e1;color:#a4161a}.WARNING{background:#fff1cc;color:#8a5a00}.INFO{background:#e3f0ff;color:#1d4e89}
-        svg text{font-size:11px;fill:#5b6475} .kind{font-weight:600;font-size:12px;color:#1d4e89}
+        svg text{font-size:11px;fill:#5b6475} .kind{font-weight:600;font-size:12px;color:#1d4e89} .qid{color:#8a93a3;font-size:11px}
         </style></head>
         <body>
         <h1>stateshift fleet</h1>
@@ -82,7 +82,11 @@ public final class FleetPage {
     html.append("</tr>\n");
     for (FleetReport.Stream s : fleet.streams()) {
       html.append("<tr class=\"stream\" data-stream=\"").append(esc(s.name())).append("\">");
-      cell(html, s.name() + (s.queryId() == null ? "" : "\n" + s.queryId()), false);
+      html.append("<td>").append(esc(s.name()));
+      if (s.queryId() != null) {
+        html.append("<br><span class=\"qid\">").append(esc(s.queryId())).append("</span>");
+      }
+      html.append("</td>");
       cell(html, s.error() != null ? "?" : s.providerShortName(), false);
       cell(html, s.partitions() == null ? "-" : s.partitions().toString(), true);
       cell(html, s.stateRows() == null ? "-" : String.format("%,d", s.stateRows()), true);
@@ -115,9 +119,14 @@ public final class FleetPage {
 
     html.append("<div class=\"charts\">");
     html.append("<section><h2>State bytes per stream</h2>");
-    bars(html, "bytes", fleet.streams(), s -> s.stateBytes() == null ? 0 : s.stateBytes(), true);
+    bars(
+        html,
+        "bytes",
+        fleet.streams(),
+        s -> s.stateBytes() == null ? null : (double) s.stateBytes(),
+        true);
     html.append("</section><section><h2>Busy share per stream (1 - idle)</h2>");
-    bars(html, "busy", fleet.streams(), s -> s.busyShare() == null ? 0 : s.busyShare(), false);
+    bars(html, "busy", fleet.streams(), FleetReport.Stream::busyShare, false);
     html.append("</section></div>\n");
 
     html.append("<section><h2>Recommendations</h2>");
@@ -145,33 +154,37 @@ public final class FleetPage {
     return html.toString();
   }
 
-  /** A horizontal bar per stream, scaled to the largest value. */
+  /** A horizontal bar per stream, scaled to the largest value; "-" where there is none. */
   private static void bars(
       StringBuilder html,
       String id,
       List<FleetReport.Stream> streams,
-      ToDoubleFunction<FleetReport.Stream> value,
+      Function<FleetReport.Stream, Double> value,
       boolean asBytes) {
     int rowHeight = 22;
-    int width = 520;
-    int label = 160;
+    int width = 560;
+    int label = 240;
     int height = Math.max(1, streams.size()) * rowHeight + 8;
-    double max = streams.stream().mapToDouble(value).max().orElse(0);
+    double max =
+        streams.stream().map(value).filter(v -> v != null).mapToDouble(v -> v).max().orElse(0);
     html.append(
         String.format(
             "<svg id=\"%s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">",
             id, width, height, width, height));
     int y = 4;
     for (FleetReport.Stream s : streams) {
-      double v = value.applyAsDouble(s);
-      double w = max <= 0 ? 0 : v / max * (width - label - 90);
+      Double known = value.apply(s);
+      double v = known == null ? 0 : known;
+      double w = max <= 0 ? 0 : v / max * (width - label - 70);
+      String name =
+          s.name().length() > 38 ? "\u2026" + s.name().substring(s.name().length() - 37) : s.name();
       html.append(
           String.format(
               Locale.ROOT,
               "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>",
               label - 6,
               y + 15,
-              esc(s.name())));
+              esc(name)));
       html.append(
           String.format(
               Locale.ROOT,
@@ -182,7 +195,10 @@ public final class FleetPage {
               w,
               rowHeight - 6,
               esc(s.name())));
-      String text = asBytes ? Sizes.bytes((long) v) : String.format(Locale.ROOT, "%.1f%%", v * 100);
+      String text =
+          known == null
+              ? "-"
+              : asBytes ? Sizes.bytes((long) v) : String.format(Locale.ROOT, "%.1f%%", v * 100);
       html.append(
           String.format(
               Locale.ROOT,

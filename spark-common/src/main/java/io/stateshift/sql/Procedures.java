@@ -648,7 +648,7 @@ final class Procedures {
               s.idleShare(),
               s.triggerIntervalMs(),
               s.batchDurationMsMedian(),
-              s.worst(),
+              s.worst() == null ? null : s.worstSeverity() + " " + s.worst(),
               kinds.isEmpty() ? null : String.join(",", kinds),
               s.error()
             });

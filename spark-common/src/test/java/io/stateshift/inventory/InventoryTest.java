@@ -226,7 +226,8 @@ class InventoryTest {
     assertThat(dedup.partitions()).isEqualTo(2);
     assertThat(dedup.stateRows()).isEqualTo(distinctEventIds);
     assertThat(dedup.busyShare()).isBetween(0.8, 0.9); // 48 s of each 60 s, and the last batch
-    assertThat(dedup.worst()).startsWith("WARNING ");
+    assertThat(dedup.worstSeverity()).isEqualTo("WARNING");
+    assertThat(dedup.worst()).startsWith("HDFS_STORE_LARGE_STATE: ");
     assertThat(dedup.findings()).contains("HDFS_STORE_LARGE_STATE");
     assertThat(dedup.triggerIntervalMs()).isNull(); // no history of it
     assertThat(dedup.batchDurationMsMedian()).isNull();
