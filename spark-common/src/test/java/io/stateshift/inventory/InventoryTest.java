@@ -436,6 +436,29 @@ class InventoryTest {
   }
 
   @Test
+  void anUnreadableCheckpointIsARowWithItsError() throws Exception {
+    Path mixed = tmp.resolve("mixed");
+    org.apache.commons.io.FileUtils.copyDirectory(
+        fleet.resolve("team-b/stateless").toFile(), mixed.resolve("good").toFile());
+    Path broken = fakeCheckpoint(mixed.resolve("broken"));
+    Files.writeString(broken.resolve("metadata"), "not the JSON Spark writes");
+    FleetReport report = inventory(mixed.toString()).run();
+    assertThat(report.stream("good").error()).isNull();
+    FleetReport.Stream row = report.stream("broken");
+    assertThat(row.error()).contains("metadata");
+    assertThat(row.worstSeverity()).isEqualTo("ERROR");
+    assertThat(row.provider()).isNull();
+    assertThat(row.stateRows()).isNull();
+    assertThat(report.recommendations())
+        .allSatisfy(r -> assertThat(r.streams()).doesNotContain("broken"));
+    JsonNode json = JSON.readTree(report.toJson()).path("streams").get(0);
+    assertThat(json.path("name").asText()).isEqualTo("broken");
+    assertThat(json.get("partitions").isNull()).isTrue();
+    assertThat(json.get("batchesPerHour").isNull()).isTrue();
+    assertThat(report.toString()).contains("broken").contains("ERROR ");
+  }
+
+  @Test
   void badInputIsRefusedInOneLine() throws Exception {
     Path empty = Files.createDirectories(tmp.resolve("empty/a/b"));
     String[][] cases = {
