@@ -2,6 +2,7 @@ package io.stateshift.inventory;
 
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.checkpoint.CheckpointFiles;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
@@ -158,14 +158,17 @@ public final class CheckpointSearch {
     return new Listing() {
       @Override
       public Entry stat(String location) throws IOException {
-        Path path = new Path(location);
-        FileSystem fs = path.getFileSystem(conf);
+        // as the commands open a checkpoint: the connector's hint when the scheme has none, and
+        // a denied first request refused in one line that names the credentials' settings
+        CheckpointFiles files = CheckpointFiles.at(location, conf);
         try {
-          FileStatus status = fs.getFileStatus(fs.makeQualified(path));
+          FileStatus status = files.fs().getFileStatus(files.root());
           return new Entry(
               status.getPath().toString(), status.getPath().getName(), status.isDirectory());
         } catch (FileNotFoundException e) {
           return null;
+        } catch (java.nio.file.AccessDeniedException e) {
+          throw files.accessDenied(e);
         }
       }
 

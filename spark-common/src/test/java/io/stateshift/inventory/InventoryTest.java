@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.StateShift;
+import io.stateshift.StateShiftException;
 import io.stateshift.cli.StateShiftCli;
 import io.stateshift.inventory.FleetReport.Kind;
 import io.stateshift.monitor.MonitorSettings;
@@ -520,6 +521,17 @@ class InventoryTest {
       assertThat(json[0]).as(json[2]).isEqualTo("0");
       assertThat(JSON.readTree(json[1]).path("streams")).hasSize(3);
       assertThat(cli("inventory", s3.uri("nothing-here"))[0]).isEqualTo("2");
+
+      // a wrong secret key: refused as bad input, naming the settings to fix
+      SparkSession wrongKey = spark.newSession();
+      wrongKey.conf().set("fs.s3a.bucket." + s3.bucket() + ".secret.key", "not-the-secret");
+      wrongKey.conf().set("fs.s3a.impl.disable.cache", "true");
+      StateShiftException denied =
+          org.junit.jupiter.api.Assertions.assertThrows(
+              StateShiftException.class,
+              () -> StateShift.get(wrongKey).inventory(List.of(s3.uri("fleet"))).run());
+      assertThat(denied.reason().isBadInput()).isTrue();
+      assertThat(denied.getMessage()).contains("access denied").contains("fs.s3a.secret.key");
     } finally {
       s3.closeForTestSession();
     }
