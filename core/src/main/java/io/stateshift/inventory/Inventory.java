@@ -1,6 +1,5 @@
 package io.stateshift.inventory;
 
-import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.SessionSettings;
@@ -23,7 +22,8 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * The fleet view, read-only: {@code StateShift.get(spark).inventory("s3a://bucket/checkpoints")
+ * The fleet view, read-only: {@code
+ * StateShift.get(spark).inventory(List.of("s3a://bucket/checkpoints"))
  * .history("s3a://bucket/stream-history").run()}. Finds every checkpoint at or below the locations
  * ({@link CheckpointSearch}), runs the doctor on each, times its batches from the commit log
  * ({@link CommitTimes}) and the monitor's history, and adds the cost practice's recommendations.
@@ -118,7 +118,7 @@ public final class Inventory {
   }
 
   private DoctorReport diagnose(String location, Map<String, ProgressHistory> histories) {
-    Doctor doctor = StateShift.get(spark).doctor(location);
+    Doctor doctor = new Doctor(spark, location);
     if (cores > 0) {
       doctor.cores(cores);
     }
