@@ -114,7 +114,8 @@ final class CostPractice {
                 + FleetReport.millis(gapMs)
                 + ", its present pace, or as late as its consumers allow) on a cluster that stops"
                 + " after each run, instead of keeping a cluster up for it; the checkpoint carries"
-                + " over as it is (same checkpointLocation)."));
+                + " over as it is (same checkpointLocation). A stream that runs so already"
+                + " leaves the same times: then nothing is to be done."));
   }
 
   private static long span(Stream s) {
