@@ -131,6 +131,16 @@ public final class StateShift {
             checkpointLocation, io.stateshift.checkpoint.SessionSettings.hadoopConf(spark)));
   }
 
+  /**
+   * The fleet view, read-only: every checkpoint at or below these locations (folders that hold
+   * checkpoints, or checkpoints), one row per stream with its state, pace and the doctor's worst
+   * finding, and the cost practice's recommendations: {@code
+   * inventory(List.of("s3a://bucket/checkpoints")).history(h).run()}.
+   */
+  public io.stateshift.inventory.Inventory inventory(java.util.List<String> locations) {
+    return new io.stateshift.inventory.Inventory(spark, locations);
+  }
+
   /** Reads a checkpoint and reports its layout: operators, stores, rows and bytes per partition. */
   public CheckpointReport inspect(String checkpointLocation) {
     return io.stateshift.protocol.CheckpointInspector.inspect(spark, checkpointLocation);

@@ -106,7 +106,7 @@ public final class CheckpointFiles {
    * The refusal of a checkpoint its file system denied access to (S3's 403, a wrong or missing
    * key): one line naming the credential settings, as bad input, for a read before any write.
    */
-  StateShiftException accessDenied(Throwable denied) {
+  public StateShiftException accessDenied(Throwable denied) {
     String scheme = root.toUri().getScheme();
     String fix =
         "s3a".equals(scheme)

@@ -13,9 +13,22 @@ import java.util.Optional;
  * @param description a few lines for the command's own usage
  * @param options every option the command accepts
  * @param example one command line that works
+ * @param operands what the arguments that are not options are, for the usage ({@code <folder>...}),
+ *     at least one required; null when the command takes none
  */
 record CliCommand(
-    String name, String summary, String description, List<CliOption> options, String example) {
+    String name,
+    String summary,
+    String description,
+    List<CliOption> options,
+    String example,
+    String operands) {
+
+  /** A command that takes options only. */
+  CliCommand(
+      String name, String summary, String description, List<CliOption> options, String example) {
+    this(name, summary, description, options, example, null);
+  }
 
   Optional<CliOption> option(String optionName) {
     return options.stream().filter(o -> o.name().equals(optionName)).findFirst();
@@ -36,6 +49,9 @@ record CliCommand(
     }
     if (options.stream().anyMatch(o -> !o.required())) {
       synopsis.append(" [options]");
+    }
+    if (operands != null) {
+      synopsis.append(' ').append(operands);
     }
     StringBuilder out = new StringBuilder(synopsis).append("\n\n");
     out.append(description.strip().indent(2)).append('\n');

@@ -70,11 +70,19 @@ final class CommandLine {
       return values.getOrDefault(option, List.of());
     }
 
+    /** The arguments that are not options, for a command that takes them. */
+    List<String> operands() {
+      return all(OPERANDS);
+    }
+
     int intValue(String option, int fallback) {
       String v = value(option);
       return v == null ? fallback : Integer.parseInt(v.trim());
     }
   }
+
+  /** Where an {@link Invocation} keeps the arguments that are not options. */
+  private static final String OPERANDS = "";
 
   // ---- the commands ----
 
@@ -462,6 +470,28 @@ final class CommandLine {
                   JSON),
               "stateshift report --checkpoint /data/checkpoints/orders --out orders.html"),
           new CliCommand(
+              "inventory",
+              "One row per stream under folders of checkpoints, with cost recommendations.",
+              """
+          Finds every checkpoint at or below the folders given (a folder with offsets/ and
+          commits/ or metadata; or name checkpoints themselves) and prints one row per stream:
+          state store, partitions, state rows and bytes, batches per hour and idle share (from
+          the commit log's file times), trigger and batch duration (from a StreamMonitor
+          history), the doctor's worst finding. Then the cost practice's recommendations with
+          the numbers behind them: scheduled availableNow jobs for mostly idle streams, light
+          streams packed into one application, heavy ones in their own, partition counts,
+          RocksDB for large state on the HDFS-backed store. Read-only.
+          """,
+              withSpark(
+                  PROGRESS_HISTORY.many(),
+                  CORES,
+                  CliOption.value(
+                          "out", "<fleet.html>", "none", "also write a self-contained HTML page")
+                      .checkedBy(CommandLine::checkPageFile),
+                  JSON),
+              "stateshift inventory s3a://bucket/checkpoints --history s3a://bucket/stream-history",
+              "<folder or checkpoint>..."),
+          new CliCommand(
               "demo",
               "Run the device-count demo end to end on an embedded Spark.",
               """
@@ -570,6 +600,10 @@ final class CommandLine {
     Map<String, List<String>> values = new LinkedHashMap<>();
     for (int i = 1; i < argv.length; i++) {
       String arg = argv[i];
+      if (command.operands() != null && !arg.startsWith("-")) {
+        values.computeIfAbsent(OPERANDS, k -> new ArrayList<>()).add(arg);
+        continue;
+      }
       if (!arg.startsWith("--")) {
         throw new UsageError(
             command.name(),
@@ -620,6 +654,9 @@ final class CommandLine {
       if (option.required() && !values.containsKey(option.name())) {
         throw new UsageError(command.name(), option.synopsis() + " is required");
       }
+    }
+    if (command.operands() != null && !values.containsKey(OPERANDS)) {
+      throw new UsageError(command.name(), command.name() + " needs " + command.operands());
     }
     return new Invocation(command, values);
   }
@@ -710,6 +747,23 @@ final class CommandLine {
     }
     int events = Integer.parseInt(value.trim());
     return events < DeviceCountsDemo.MIN_EVENTS ? DeviceCountsDemo.tooFewEvents(events) : null;
+  }
+
+  /** A page to write: not a folder, and not in a folder that is a file. */
+  private static String checkPageFile(String file) {
+    if (file.isBlank()) {
+      return "must not be empty";
+    }
+    Path path = Path.of(file).toAbsolutePath();
+    if (Files.isDirectory(path)) {
+      return file + " is a folder; name the .html file to write";
+    }
+    for (Path parent = path.getParent(); parent != null; parent = parent.getParent()) {
+      if (Files.exists(parent)) {
+        return Files.isDirectory(parent) ? null : parent + " is a file, not a folder";
+      }
+    }
+    return null;
   }
 
   /** The demo writes only into a folder of its own: a new one, or one that is empty. */

@@ -55,6 +55,7 @@ public final class StateShiftCli {
           "doctor",
           "report",
           "history",
+          "inventory",
           "repair-sink-log");
 
   public static void main(String[] args) {
@@ -130,6 +131,7 @@ public final class StateShiftCli {
             case "history" -> withSpark(args, spark -> history(spark, args));
             case "doctor" -> withSpark(args, spark -> doctor(spark, args));
             case "report" -> withSpark(args, spark -> report(spark, args));
+            case "inventory" -> inventory(args);
             case "demo" -> demo(args);
             case "classpath" -> classpath(args);
             default -> throw new IllegalStateException("no handler for " + args.name());
@@ -517,6 +519,59 @@ public final class StateShiftCli {
             "Wrote %s: %d batches of history, %d finding(s), worst " + "%s.%n",
             file, batches, report.findings().size(), report.worst()),
         json);
+  }
+
+  /**
+   * The fleet view. Local locations and histories are checked before Spark starts (a wrong path, or
+   * no checkpoint below it, is bad input); others once Spark gives their file system its settings.
+   */
+  private Outcome inventory(Invocation args) {
+    List<String> local = new java.util.ArrayList<>(args.operands());
+    local.addAll(args.all("history"));
+    if (local.stream().allMatch(StateShiftCli::isLocal)) {
+      io.stateshift.inventory.CheckpointSearch.findLocal(args.operands());
+      for (String history : args.all("history")) {
+        if (!java.nio.file.Files.exists(io.stateshift.inventory.CheckpointSearch.local(history))) {
+          throw new IllegalArgumentException(
+              "--history "
+                  + history
+                  + " does not exist. Pass the folder set as "
+                  + "spark.stateshift.monitor.history.");
+        }
+      }
+    }
+    return withSpark(
+        args,
+        spark -> {
+          io.stateshift.inventory.Inventory inventory =
+              StateShift.get(spark).inventory(args.operands());
+          args.all("history").forEach(inventory::history);
+          if (args.has("cores")) {
+            inventory.cores(args.intValue("cores", -1));
+          }
+          io.stateshift.inventory.FleetReport fleet = inventory.run();
+          ObjectNode json = CliJson.merge(CliJson.envelope(args.name(), OK), fleet.toJson());
+          String text = fleet.toString();
+          if (args.has("out")) {
+            java.nio.file.Path file = java.nio.file.Path.of(args.value("out")).toAbsolutePath();
+            io.stateshift.report.FleetPage.write(fleet, file);
+            json.put("out", file.toString());
+            text += "Wrote " + file + ".\n";
+          } else {
+            json.putNull("out");
+          }
+          return new Outcome(OK, text, json);
+        });
+  }
+
+  /** A path on the local file system: no scheme, or {@code file:}. */
+  private static boolean isLocal(String location) {
+    try {
+      String scheme = new java.net.URI(location).getScheme();
+      return scheme == null || scheme.equals("file");
+    } catch (java.net.URISyntaxException e) {
+      return !location.contains("://");
+    }
   }
 
   private Outcome demo(Invocation args) {

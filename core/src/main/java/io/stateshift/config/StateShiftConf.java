@@ -55,6 +55,8 @@ public final class StateShiftConf {
             + " application's conf (`--conf`, `spark-defaults.conf`) where marked *task*."),
     LOCK("Lock, leases and the running-query check", "Spark conf, read by the driver."),
     DOCTOR("Doctor thresholds", "Spark conf or `Doctor.setting(name, value)`."),
+    INVENTORY(
+        "Inventory (fleet view) thresholds", "Spark conf or `Inventory.setting(name, value)`."),
     MONITOR("Monitor", "Spark conf of the application the monitor runs in."),
     CLI("Command line", "Spark conf (`--conf`) or `-D` in `STATESHIFT_JAVA_OPTS`."),
     HADOOP(
@@ -501,6 +503,44 @@ public final class StateShiftConf {
         10,
         "Fewer retained batches than this are too few to recover from.");
   }
+
+  // ---- Inventory ----
+
+  public static final String INVENTORY_PREFIX = "spark.stateshift.inventory.";
+
+  public static final Setting<Double> INVENTORY_IDLE_SHARE =
+      doubleValue(
+          Section.INVENTORY,
+          INVENTORY_PREFIX + "idleShare",
+          "0.9",
+          "A stream idle this share of the time between its first and last retained batch is"
+              + " advised to run as a scheduled availableNow job.");
+  public static final Setting<Long> INVENTORY_LIGHT_STATE_BYTES =
+      longValue(
+          Section.INVENTORY,
+          INVENTORY_PREFIX + "lightStateBytes",
+          64L << 20,
+          "A stream with at most this much state (and busy at most lightBusyShare) is light:"
+              + " light streams are advised to share one application.");
+  public static final Setting<Double> INVENTORY_LIGHT_BUSY_SHARE =
+      doubleValue(
+          Section.INVENTORY,
+          INVENTORY_PREFIX + "lightBusyShare",
+          "0.25",
+          "The share of the time a light stream runs batches at most.");
+  public static final Setting<Long> INVENTORY_HEAVY_STATE_BYTES =
+      longValue(
+          Section.INVENTORY,
+          INVENTORY_PREFIX + "heavyStateBytes",
+          4L << 30,
+          "A stream with at least this much state (or busy at least heavyBusyShare) is heavy:"
+              + " heavy streams are advised to run in an application of their own.");
+  public static final Setting<Double> INVENTORY_HEAVY_BUSY_SHARE =
+      doubleValue(
+          Section.INVENTORY,
+          INVENTORY_PREFIX + "heavyBusyShare",
+          "0.5",
+          "The share of the time a heavy stream runs batches at least.");
 
   // ---- Monitor ----
 

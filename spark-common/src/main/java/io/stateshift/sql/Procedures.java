@@ -578,4 +578,82 @@ final class Procedures {
           .toList();
     }
   }
+
+  /**
+   * {@code inventory_state(location, history, cores)}: one row per stream found at or below the
+   * location (a folder of checkpoints, or a checkpoint), with the kinds of recommendation that name
+   * it (the rows of {@code stateshift inventory}).
+   */
+  static final class InventoryState extends StateShiftProcedure {
+    InventoryState() {
+      super(
+          "inventory_state",
+          "The fleet view, read-only: one row per stream below a folder of checkpoints (state,"
+              + " pace, the doctor's worst finding) with the cost practice's recommendations.",
+          new StructType()
+              .add("stream", STRING, false)
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("provider", STRING)
+              .add("partitions", INT)
+              .add("recommended_partitions", INT)
+              .add("state_rows", LONG)
+              .add("state_bytes", LONG)
+              .add("batches_per_hour", DataTypes.DoubleType)
+              .add("idle_share", DataTypes.DoubleType)
+              .add("trigger_interval_ms", LONG)
+              .add("batch_duration_ms_median", LONG)
+              .add("worst_finding", STRING)
+              .add("recommendations", STRING)
+              .add("error", STRING),
+          required("location", STRING, "a folder that holds checkpoints, or a checkpoint"),
+          optional(
+              "history",
+              STRING,
+              "NULL",
+              "a progress history written by the monitor (a file or a folder of .jsonl files)"),
+          optional(
+              "cores",
+              INT,
+              "NULL",
+              "the cores each stream runs on (default: the session's default parallelism)"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      io.stateshift.inventory.Inventory inventory =
+          StateShift.get(spark).inventory(List.of(args.required(0))).history(args.string(1));
+      if (args.integer(2) != null) {
+        inventory.cores(args.integer(2));
+      }
+      io.stateshift.inventory.FleetReport fleet = inventory.run();
+      List<Object[]> rows = new ArrayList<>();
+      for (io.stateshift.inventory.FleetReport.Stream s : fleet.streams()) {
+        List<String> kinds =
+            fleet.recommendations().stream()
+                .filter(r -> r.streams().contains(s.name()))
+                .map(r -> r.kind().name())
+                .toList();
+        rows.add(
+            new Object[] {
+              s.name(),
+              s.checkpoint(),
+              s.queryId(),
+              s.provider(),
+              s.partitions(),
+              s.recommendedPartitions(),
+              s.stateRows(),
+              s.stateBytes(),
+              s.batchesPerHour(),
+              s.idleShare(),
+              s.triggerIntervalMs(),
+              s.batchDurationMsMedian(),
+              s.worst() == null ? null : s.worstSeverity() + " " + s.worst(),
+              kinds.isEmpty() ? null : String.join(",", kinds),
+              s.error()
+            });
+      }
+      return rows;
+    }
+  }
 }

@@ -34,7 +34,8 @@ public final class StateShiftCatalog implements ProcedureCatalog {
           "verify_state", Procedures.VerifyState::new,
           "rollback_state", Procedures.RollbackState::new,
           "doctor", Procedures.DoctorProcedure::new,
-          "state_history", Procedures.StateHistory::new);
+          "state_history", Procedures.StateHistory::new,
+          "inventory_state", Procedures.InventoryState::new);
 
   private String name = "stateshift";
 

@@ -838,16 +838,6 @@ public final class CheckpointDoctor {
   }
 
   static String bytes(long bytes) {
-    if (bytes < 1024) {
-      return bytes + " B";
-    }
-    String[] units = {"KiB", "MiB", "GiB", "TiB"};
-    double value = bytes;
-    int unit = -1;
-    while (value >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit++;
-    }
-    return String.format("%.1f %s", value, units[unit]);
+    return io.stateshift.doctor.Sizes.bytes(bytes);
   }
 }
