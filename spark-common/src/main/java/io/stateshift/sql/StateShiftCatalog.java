@@ -27,15 +27,19 @@ public final class StateShiftCatalog implements ProcedureCatalog {
   static final String NAMESPACE = "system";
 
   private static final Map<String, Supplier<UnboundProcedure>> PROCEDURES =
-      Map.of(
-          "repartition_state", Procedures.RepartitionState::new,
-          "migrate_state", Procedures.MigrateStateProcedure::new,
-          "inspect_state", Procedures.InspectState::new,
-          "verify_state", Procedures.VerifyState::new,
-          "rollback_state", Procedures.RollbackState::new,
-          "doctor", Procedures.DoctorProcedure::new,
-          "state_history", Procedures.StateHistory::new,
-          "inventory_state", Procedures.InventoryState::new);
+      Map.ofEntries(
+          Map.entry("repartition_state", Procedures.RepartitionState::new),
+          Map.entry("migrate_state", Procedures.MigrateStateProcedure::new),
+          Map.entry("inspect_state", Procedures.InspectState::new),
+          Map.entry("verify_state", Procedures.VerifyState::new),
+          Map.entry("rollback_state", Procedures.RollbackState::new),
+          Map.entry("doctor", Procedures.DoctorProcedure::new),
+          Map.entry("state_history", Procedures.StateHistory::new),
+          Map.entry("inventory_state", Procedures.InventoryState::new),
+          Map.entry("read_state", StateDataProcedures.ReadStateProcedure::new),
+          Map.entry("erase_state", StateDataProcedures.EraseState::new),
+          Map.entry("upsert_state", StateDataProcedures.UpsertState::new),
+          Map.entry("evolve_state", StateDataProcedures.EvolveStateProcedure::new));
 
   private String name = "stateshift";
 

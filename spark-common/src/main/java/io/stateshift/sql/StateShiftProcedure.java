@@ -167,5 +167,20 @@ abstract class StateShiftProcedure implements UnboundProcedure, BoundProcedure {
     boolean flag(int index) {
       return !input.isNullAt(index) && input.getBoolean(index);
     }
+
+    /** A map of strings, in its order; empty where none was given. */
+    java.util.Map<String, String> map(int index) {
+      java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+      if (input.isNullAt(index)) {
+        return out;
+      }
+      org.apache.spark.sql.catalyst.util.MapData map = input.getMap(index);
+      for (int i = 0; i < map.numElements(); i++) {
+        out.put(
+            map.keyArray().getUTF8String(i).toString(),
+            map.valueArray().isNullAt(i) ? null : map.valueArray().getUTF8String(i).toString());
+      }
+      return out;
+    }
   }
 }
