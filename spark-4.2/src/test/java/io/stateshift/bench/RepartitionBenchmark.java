@@ -182,7 +182,8 @@ public final class RepartitionBenchmark {
                                      with spark.sql.streaming.stateStore.partitions set / unset),
                                      migrate (stateshift migrate to the other provider),
                                      prepared (prepare, a tail batch, then the repartition
-                                     from the prepared layout; hdfs, rocksdb-changelog)
+                                     from the prepared layout; hdfs, rocksdb-changelog),
+                                     erase (edit deleting ~1% of the keys, count kept)
         --tail 0.01                  share of the keys the prepared method's tail batch updates
         --cold                       also time fresh processes: ./stateshift repartition vs the
                                      built-in runner in a fresh java (slow)
@@ -529,6 +530,11 @@ public final class RepartitionBenchmark {
         c.method(m).skipped = "the built-in runner supports RocksDB only";
         continue;
       }
+      if (m.equals(Results.ERASE) && shape == Workload.Shape.JOIN) {
+        c.method(m).skipped =
+            "a join is erased by its key fields, which this workload does not name";
+        continue;
+      }
       c.method(m);
       methods.add(m);
     }
@@ -548,6 +554,7 @@ public final class RepartitionBenchmark {
                 case Results.MIGRATE -> timeMigrate(c, provider, master, rowsBefore);
                 case Results.PREPARED ->
                     timePrepared(c, shape, provider, input, master, rowsBefore);
+                case Results.ERASE -> timeErase(c, master);
                 case Results.BUILTIN -> timeBuiltin(c, shape, master, rowsBefore);
                 case Results.REPLAY -> timeReplay(c, shape, provider, input);
                 case Results.FLOOR -> timeFloor(c, master);
@@ -690,6 +697,51 @@ public final class RepartitionBenchmark {
           "prepared " + c.from + "->" + c.to + " on " + copy + ": " + problem + " (copy kept)");
     }
     Dirs.delete(copy);
+    return run;
+  }
+
+  /** The keys the erase deletes: about 1% of them, wherever they are. */
+  static final String ERASE_PREDICATE = "pmod(hash(key), 100) = 0";
+
+  /**
+   * stateshift's edit deleting about 1% of the keys of a fresh copy, the partition count kept;
+   * checked: every row read, about 1% deleted, and inspect counts what the edit kept.
+   */
+  private Results.Run timeErase(Results.Case c, Path master) {
+    String copy = remote != null ? remote.copy(master) : freshCopy(master).toString();
+    Results.Run run = new Results.Run();
+    RepartitionResult result;
+    prepare();
+    try (HeapSampler heap = HeapSampler.start()) {
+      long t = System.nanoTime();
+      result = shift.editState(copy).deleteWhere(ERASE_PREDICATE).assumeStopped().execute();
+      run.millis = (System.nanoTime() - t) / 1_000_000;
+      record(run, heap);
+    }
+    run.phases = new LinkedHashMap<>(result.phaseMillis());
+    long read = result.stores().stream().mapToLong(RepartitionResult.StoreMove::rowsRead).sum();
+    long kept = result.rowsMoved();
+    run.check.put("deleted", read - kept);
+    CheckpointReport after = shift.inspect(copy);
+    long rowsAfter = rowsPerStore(after).values().stream().mapToLong(Long::longValue).sum();
+    String problem =
+        read != c.rowsBefore
+            ? "read " + read + " rows, the checkpoint had " + c.rowsBefore
+            : read - kept < read / 200 || read - kept > read / 50
+                ? "deleted " + (read - kept) + " of " + read + " rows, not about 1%"
+                : after.partitions() != c.from
+                    ? "inspect reports " + after.partitions() + " partitions"
+                    : rowsAfter != kept
+                        ? "inspect counts " + rowsAfter + " rows, kept " + kept
+                        : null;
+    if (problem != null) {
+      throw new CorrectnessFailure("erase on " + copy + ": " + problem + " (copy kept)");
+    }
+    if (remote != null) {
+      remote.delete(copy);
+    } else {
+      Dirs.delete(Path.of(copy));
+    }
     return run;
   }
 

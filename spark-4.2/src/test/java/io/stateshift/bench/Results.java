@@ -40,9 +40,26 @@ final class Results {
    */
   static final String PREPARED = "prepared";
 
+  /**
+   * stateshift's edit of the same checkpoint, deleting about 1% of the keys ({@code pmod(hash(key),
+   * 100) = 0}) and keeping the partition count: the erase beside the repartition it is compared
+   * with.
+   */
+  static final String ERASE = "erase";
+
   static final List<String> WARM = List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR);
   static final List<String> ALL_WARM =
-      List.of(STATESHIFT, BUILTIN, REPLAY, FLOOR, ONDEMAND, RESTART, UNCHECKED, MIGRATE, PREPARED);
+      List.of(
+          STATESHIFT,
+          BUILTIN,
+          REPLAY,
+          FLOOR,
+          ONDEMAND,
+          RESTART,
+          UNCHECKED,
+          MIGRATE,
+          PREPARED,
+          ERASE);
 
   /** One timed run of one method. */
   static final class Run {

@@ -306,7 +306,9 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    */
   private StateExchange exchange(RuntimeConfig conf) {
     if (!deletions.isEmpty() || !upserts.isEmpty() || !transforms.isEmpty()) {
-      return new Shuffle(); // the file exchanges move raw bytes: they cannot leave entries out
+      // the file exchanges move raw bytes: an edit reads entries one by one
+      InPlace inPlace = new InPlace();
+      return inPlace.applies(conf) ? inPlace : new Shuffle();
     }
     for (StateExchange exchange :
         List.of(new RocksDbFiles(), new HdfsFiles(), new HdfsToRocksDbFiles(), new Shuffle())) {
@@ -475,6 +477,62 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           List.copyOf(written),
           List.copyOf(placementNotes.value()));
     }
+  }
+
+  /** {@code in-place} (the default) or {@code shuffle}: how an edit that keeps the count runs. */
+  static final String EDIT_EXCHANGE_CONF = "spark.stateshift.edit.exchange";
+
+  /**
+   * An edit that keeps the partition count and adds no entries: each task reads one (store,
+   * partition), leaves out, or rewrites, entries as it goes, and writes the same partition, without
+   * a shuffle. A RocksDB store gives its entries in the order of their key bytes, the order an SST
+   * file needs (its writer refuses any other); every key stays where it was.
+   */
+  private final class InPlace implements StateExchange {
+    @Override
+    public boolean applies(RuntimeConfig conf) {
+      return upserts.isEmpty()
+          && oldPartitions == newPartitions
+          && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
+          && !"shuffle".equals(conf.get(EDIT_EXCHANGE_CONF, "in-place"));
+    }
+
+    @Override
+    public String description() {
+      return "in-place rewrite, no shuffle ("
+          + (!writeRocksDb
+              ? "hdfs-snapshot"
+              : rocksDbMode == RocksDbSnapshotWriter.Mode.SST ? "rocksdb-sst" : "rocksdb-puts")
+          + ")";
+    }
+
+    @Override
+    public Outcome run(SparkSession spark) {
+      JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      readCounts = new CollectionAccumulator<>();
+      jsc.sc().register(readCounts, "stateshift.readCounts");
+      deletedCounts = new CollectionAccumulator<>();
+      jsc.sc().register(deletedCounts, "stateshift.deletedCounts");
+      List<SourceTask> sources = new ArrayList<>();
+      for (StoreSpec store : stores) {
+        for (int p = 0; p < oldPartitions; p++) {
+          sources.add(new SourceTask(store.slot(), p, null));
+        }
+      }
+      StateRedistributionJob job = StateRedistributionJob.this; // tasks need it, not InPlace
+      List<PartitionCount> written =
+          jsc.parallelize(sources, sources.size()).map(job::rewriteInPlace).collect();
+      return new Outcome(
+          List.copyOf(readCounts.value()),
+          List.copyOf(written),
+          List.copyOf(placementNotes.value()));
+    }
+  }
+
+  /** One task of {@link InPlace}: a (store, partition) read, edited and written where it was. */
+  private PartitionCount rewriteInPlace(SourceTask task) {
+    Iterator<Tuple2<byte[], Object>> records = read(task);
+    return write(task.slot() * newPartitions + task.partition(), records).next();
   }
 
   // ---- without a shuffle: staged files per new partition (RocksDB SST files, HDFS records) ----
