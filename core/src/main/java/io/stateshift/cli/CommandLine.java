@@ -192,7 +192,9 @@ final class CommandLine {
           else. A later repartition to n (stateshift repartition, or the restart with
           StateShiftExtensions) starts from it and only replays the batches committed since, or
           says why it moved all state instead. Running it again moves the prepared batch forward;
-          --cancel removes it. HDFS-backed state store.
+          --cancel removes it. Works on the HDFS-backed state store, and on RocksDB with changelog
+          checkpointing (spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true),
+          whose changelog files carry the batches committed after the prepared one.
           """,
               withSpark(
                   CHECKPOINT,

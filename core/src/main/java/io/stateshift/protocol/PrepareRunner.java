@@ -173,6 +173,22 @@ public final class PrepareRunner {
                     + "/"
                     + (name != null ? name : version + PreparedManifest.tailSuffix(true)));
         if (name == null || !files.exists(changelog)) {
+          long last = layout.lastCommitted();
+          boolean ownBatch =
+              RepartitionHistory.latest(files).map(j -> j.newBatch() == last).orElse(false);
+          if (ownBatch) {
+            throw new StateShiftException(
+                Reason.UNSUPPORTED_CHECKPOINT,
+                "the state at batch "
+                    + last
+                    + " of "
+                    + files.root()
+                    + " was written by stateshift's repartition as a snapshot, without the "
+                    + "changelog file prepare replays from ("
+                    + files.relativize(changelog)
+                    + "). Changelog checkpointing is fine: let the query run one batch on the "
+                    + "new layout, then prepare again. Nothing was written.");
+          }
           throw new StateShiftException(
               Reason.UNSUPPORTED_CHECKPOINT,
               "prepare on RocksDB needs changelog checkpointing: the batches committed after the "
