@@ -129,7 +129,9 @@ final class CommandLine {
   private static final CliOption MASTER =
       CliOption.value(
               "master", "<url>", "local[2], or the spark.master system property", "Spark master")
-          .checkedBy(CliOption::notBlank);
+          .checkedBy(CommandLine::checkMaster);
+  private static final CliOption VERBOSE =
+      CliOption.flag("verbose", "print the stack trace of a failure, not only its message");
   private static final CliOption CONF =
       CliOption.value("conf", "<key=value>", null, "a Spark setting, for example S3 credentials")
           .many()
@@ -158,6 +160,7 @@ final class CommandLine {
     out.add(CONF);
     out.add(JARS);
     out.add(PACKAGES);
+    out.add(VERBOSE);
     return List.copyOf(out);
   }
 
@@ -362,7 +365,11 @@ final class CommandLine {
           Prints the library jar, for spark-submit --jars; with --full, the jar and everything it
           runs with (Spark and Delta included), for programs that embed stateshift.
           """,
-              List.of(CliOption.flag("full", "the whole runtime classpath, Spark included")),
+              List.of(
+                  CliOption.flag("full", "the whole runtime classpath, Spark included"),
+                  CliOption.flag(
+                      "json",
+                      "print the jar and the class path as JSON (schema " + CliJson.SCHEMA + ")")),
               "stateshift classpath --full"));
 
   static Optional<CliCommand> command(String name) {
@@ -491,7 +498,66 @@ final class CommandLine {
         throw new UsageError(command.name(), option.synopsis() + " is required");
       }
     }
+    checkTogether(command.name(), values);
     return new Invocation(command, values);
+  }
+
+  /** The checks that take more than one option, or the file system: still before Spark starts. */
+  private static void checkTogether(String command, Map<String, List<String>> values) {
+    switch (command) {
+      case "prepare" -> {
+        if (!values.containsKey("partitions") && !values.containsKey("cancel")) {
+          throw new UsageError(
+              command,
+              "prepare needs --partitions <n> (or --cancel to remove the prepared layout)");
+        }
+        if (values.containsKey("partitions") && values.containsKey("cancel")) {
+          throw new UsageError(command, "give --partitions <n> or --cancel, not both");
+        }
+      }
+      case "migrate" -> {
+        if (!values.containsKey("provider") && !values.containsKey("format-version")) {
+          throw new UsageError(
+              command, "migrate needs --provider <rocksdb|hdfs>, --format-version <1|2>, or both");
+        }
+      }
+      case "report" -> {
+        String out = values.get("out").get(0);
+        Path file = Path.of(out).toAbsolutePath();
+        if (Files.isDirectory(file)) {
+          throw new UsageError(
+              command,
+              "--out "
+                  + out
+                  + " is a folder; name the page to write, for example --out "
+                  + file.resolve("report.html"));
+        }
+        Path parent = file.getParent();
+        while (parent != null && !Files.exists(parent)) {
+          parent = parent.getParent();
+        }
+        if (parent != null && !Files.isDirectory(parent)) {
+          throw new UsageError(
+              command, "--out " + out + ": " + parent + " is a file, not a folder");
+        }
+      }
+      default -> {}
+    }
+  }
+
+  /**
+   * A master URL Spark accepts: local, local[n], local[*], local[n,m], local-cluster[...],
+   * spark://, yarn, k8s://, mesos://.
+   */
+  static String checkMaster(String master) {
+    if (master.matches(
+        "local(\\[(\\d+|\\*)(,\\d+)?\\])?|local-cluster\\[.+\\]|(spark|k8s|mesos)://.+|yarn")) {
+      return null;
+    }
+    return "takes a Spark master URL (local[2], local[*], spark://host:7077, yarn, "
+        + "k8s://...), got '"
+        + master
+        + "'";
   }
 
   private static boolean isHelp(String arg) {

@@ -150,7 +150,11 @@ public final class StateShiftCli {
       Invocation args, boolean json, int code, String reason, String message, Exception failure) {
     if (failure != null) {
       err.println("failed: " + message);
-      failure.printStackTrace(err);
+      if (args.flag("verbose")) {
+        failure.printStackTrace(err);
+      } else {
+        err.println("(--verbose prints the stack trace)");
+      }
     } else {
       err.println("error: " + message);
     }
@@ -549,7 +553,16 @@ public final class StateShiftCli {
       throw new IllegalStateException(e);
     }
     String text = args.flag("full") ? System.getProperty("java.class.path") : own;
-    return new Outcome(OK, text + "\n", null);
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("jar", own);
+    json.put("full", args.flag("full"));
+    ArrayNode entries = json.putArray("classpath");
+    for (String entry : text.split(java.io.File.pathSeparator)) {
+      if (!entry.isEmpty()) {
+        entries.add(entry);
+      }
+    }
+    return new Outcome(OK, text + "\n", json);
   }
 
   private <T> T withSpark(Invocation args, Function<SparkSession, T> body) {

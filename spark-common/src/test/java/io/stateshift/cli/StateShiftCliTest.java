@@ -406,6 +406,81 @@ class StateShiftCliTest {
   }
 
   /**
+   * Bad input is refused with exit 2 and one line, before Spark starts, without a stack trace: an
+   * existing folder as the report's page, a master Spark does not know, prepare without a count, a
+   * misspelt or unknown option of classpath.
+   */
+  @Test
+  void badInputIsOneLineWithExitTwoBeforeSparkStarts() throws Exception {
+    Path folder = Files.createDirectories(tmp.resolve("reports"));
+    Path nowhere = tmp.resolve("nowhere");
+    Object[][] cases = {
+      {
+        new String[] {"report", "--checkpoint", nowhere.toString(), "--out", folder.toString()},
+        "is a folder; name the page to write"
+      },
+      {
+        new String[] {"inspect", "--checkpoint", nowhere.toString(), "--master", "foo"},
+        "--master takes a Spark master URL"
+      },
+      {
+        new String[] {"prepare", "--checkpoint", nowhere.toString()},
+        "prepare needs --partitions <n>"
+      },
+      {new String[] {"classpath", "--ful"}, "did you mean --full?"},
+      {new String[] {"classpath", "--bogus"}, "unknown option --bogus for classpath"},
+    };
+    for (Object[] c : cases) {
+      String[] args = (String[]) c[0];
+      Run run = cli(args);
+      String line = String.join(" ", args);
+      assertThat(run.exit()).as(line).isEqualTo(StateShiftCli.BAD_INPUT);
+      assertThat(run.err())
+          .as(line)
+          .startsWith("error: ")
+          .contains((String) c[1])
+          .doesNotContain("Exception")
+          .doesNotContain("\tat ");
+      // the message, then where the options are: nothing else
+      assertThat(run.err().lines().toList()).as(line).hasSize(2);
+      assertThat(run.err().lines().toList().get(1)).startsWith("see: stateshift help");
+    }
+    // classpath --json is honoured: the jar and the class path as JSON
+    Run classpath = cli("classpath", "--json");
+    assertThat(classpath.exit()).isZero();
+    assertThat(classpath.json().get("command").asText()).isEqualTo("classpath");
+    assertThat(classpath.json().get("jar").asText()).isNotBlank();
+    assertThat(classpath.json().get("classpath").size()).isPositive();
+    // help prepare names both stores it works on
+    assertThat(cli("help", "prepare").out())
+        .contains("HDFS-backed state store")
+        .contains("RocksDB with changelog")
+        .contains("changelogCheckpointing.enabled=true");
+
+    // In a fresh JVM, as a user runs it: refused before any Spark starts.
+    Path log = tmp.resolve("master.log");
+    long started = System.nanoTime();
+    int exit =
+        io.stateshift.testing.ChildJvm.runCli(
+            log,
+            java.util.List.of(),
+            "report",
+            "--checkpoint",
+            nowhere.toString(),
+            "--out",
+            folder.toString(),
+            "--master",
+            "foo");
+    String output = Files.readString(log);
+    assertThat(exit).as(output).isEqualTo(StateShiftCli.BAD_INPUT);
+    assertThat(output)
+        .doesNotContain("SparkContext")
+        .doesNotContain("Exception")
+        .doesNotContain("Running Spark version");
+    assertThat((System.nanoTime() - started) / 1_000_000).as("ms").isLessThan(30_000);
+  }
+
+  /**
    * After a repartition of a RocksDB checkpoint with changelog checkpointing, prepare names the
    * real cause: the repartition's own batch was written as a snapshot, so the query must run one
    * batch first; not "needs changelog checkpointing", which is on.
