@@ -184,13 +184,15 @@ public final class StateShiftCli {
         RepartitionPlan plan = action.plan();
         json.put("changed", false);
         putPlan(json.putObject("plan"), plan);
-        return new Outcome(OK, plan + estimateLine(plan) + "dry run: nothing was written.\n", json);
+        String note = fileSinkNote(spark, args, plan, json);
+        return new Outcome(
+            OK, plan + estimateLine(plan) + note + "dry run: nothing was written.\n", json);
       }
       RepartitionResult result = action.execute();
       json.put("changed", result.fromPartitions() != result.toPartitions());
       putPlan(json.putObject("plan"), result.plan());
       putResult(json.putObject("result"), result);
-      return new Outcome(OK, result.toString(), json);
+      return new Outcome(OK, result + fileSinkNote(spark, args, result.plan(), json), json);
     } catch (StateShiftException e) {
       if (e.reason() != Reason.SAME_PARTITION_COUNT) {
         throw e;
@@ -245,6 +247,7 @@ public final class StateShiftCli {
       putResult(json.putObject("result"), result);
       text.append(result);
     }
+    text.append(fileSinkNote(spark, args, plan, json));
     List<String> notes = MigrateState.sessionNotes(plan);
     if (notes.isEmpty() && args.has("provider")) {
       notes = MigrateState.sessionNotes(args.value("provider"));
@@ -289,6 +292,40 @@ public final class StateShiftCli {
       json.putNull("prepared");
     }
     return new Outcome(OK, result.toString(), json);
+  }
+
+  /**
+   * What a change means for a file sink the command does not know: the checkpoint does not say
+   * where its query writes, and Spark's file sink needs an entry in its log for the change's batch.
+   * Empty (and {@code fileSinkNote} null in the JSON) when --file-sink is given or a sink is on
+   * record, which the change gives that entry itself.
+   */
+  private static String fileSinkNote(
+      SparkSession spark, Invocation args, RepartitionPlan plan, ObjectNode json) {
+    boolean known =
+        args.has("file-sink")
+            || io.stateshift.protocol.FileSinkRecord.read(
+                    io.stateshift.checkpoint.CheckpointFiles.at(
+                        plan.checkpoint(),
+                        io.stateshift.checkpoint.SessionSettings.hadoopConf(spark)))
+                .isPresent();
+    if (known) {
+      json.putNull("fileSinkNote");
+      return "";
+    }
+    String note =
+        "File sink: none given (--file-sink) or on record. If this query writes Spark's file sink"
+            + " (parquet, json, csv, orc or text to a path), that sink's log"
+            + " (<output>/_spark_metadata) needs an entry for batch "
+            + plan.repartitionBatch()
+            + (args.flag("dry-run")
+                ? ": add --file-sink <output> to this command, or afterwards run"
+                : ", or the restarted query fails with BATCH_METADATA_NOT_FOUND: run")
+            + " `stateshift repair-sink-log --checkpoint "
+            + plan.checkpoint()
+            + " --file-sink <output>`.";
+    json.put("fileSinkNote", note);
+    return note + "\n";
   }
 
   private static void putResult(ObjectNode r, RepartitionResult result) {

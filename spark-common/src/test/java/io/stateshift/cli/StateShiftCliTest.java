@@ -508,4 +508,32 @@ class StateShiftCliTest {
         .doesNotContain("needs changelog checkpointing");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
+
+  /**
+   * Every change the command was not told the file sink of says what a file sink needs and the
+   * command that repairs it: in text, in --json, and in a dry run.
+   */
+  @Test
+  void everyChangeWithoutAFileSinkSaysWhatAFileSinkNeeds() throws Exception {
+    Path checkpoint = checkpoint(4);
+    String cp = checkpoint.toString();
+    Run dryRun = cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run");
+    assertThat(dryRun.exit()).as(dryRun.err()).isZero();
+    assertThat(dryRun.out())
+        .contains("_spark_metadata")
+        .contains("add --file-sink <output>")
+        .contains("stateshift repair-sink-log --checkpoint file:" + cp + " --file-sink <output>");
+    JsonNode dryJson =
+        cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run", "--json").json();
+    assertThat(dryJson.get("fileSinkNote").asText()).contains("repair-sink-log");
+    Run done =
+        cli("repartition", "--checkpoint", cp, "--partitions", "6", "--assume-stopped", "--json");
+    assertThat(done.exit()).as(done.err()).isZero();
+    assertThat(done.json().get("fileSinkNote").asText())
+        .contains("BATCH_METADATA_NOT_FOUND")
+        .contains("repair-sink-log");
+    Run text = cli("repartition", "--checkpoint", cp, "--partitions", "5", "--assume-stopped");
+    assertThat(text.exit()).as(text.err()).isZero();
+    assertThat(text.out()).contains("File sink: none given").contains("repair-sink-log");
+  }
 }
