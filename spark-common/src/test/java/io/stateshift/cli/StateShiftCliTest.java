@@ -536,4 +536,28 @@ class StateShiftCliTest {
     assertThat(text.exit()).as(text.err()).isZero();
     assertThat(text.out()).contains("File sink: none given").contains("repair-sink-log");
   }
+
+  /** inspect on a stateless query's checkpoint says it has no state, not what to repartition. */
+  @Test
+  void aStatelessCheckpointHasNoStateForStateshiftToChange() throws Exception {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 50, 5);
+    Path checkpoint = tmp.resolve("stateless");
+    spark
+        .readStream()
+        .schema(StreamRun.EVENT_SCHEMA)
+        .json(tmp.resolve("input").toString())
+        .select("device")
+        .writeStream()
+        .format("parquet")
+        .option("checkpointLocation", checkpoint.toString())
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .start(tmp.resolve("out").toString())
+        .awaitTermination();
+    Run inspect = cli("inspect", "--checkpoint", checkpoint.toString());
+    assertThat(inspect.err())
+        .contains("has no state")
+        .contains("nothing for stateshift to change")
+        .doesNotContain("no state to repartition");
+  }
 }
