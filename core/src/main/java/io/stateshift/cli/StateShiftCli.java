@@ -515,10 +515,56 @@ public final class StateShiftCli {
             .doctor(args.value("checkpoint"))
             .history(args.value("history"))
             .fileSink(args.value("file-sink"));
-    if (args.has("cores")) {
-      doctor.cores(args.intValue("cores", -1));
-    }
+    int[] cores = new int[1];
+    String source = assumedCores(args, cores);
+    doctor.cores(cores[0], source);
     return doctor.run();
+  }
+
+  /**
+   * The cores the query runs on, for the doctor: --cores; else from the settings given, {@code
+   * spark.cores.max} or {@code spark.executor.instances} x {@code spark.executor.cores}; else
+   * {@code --master local[N]}; else this machine's (the command's own Spark is not the query's).
+   * Returns where the count came from and puts it in {@code cores[0]}.
+   */
+  static String assumedCores(Invocation args, int[] cores) {
+    if (args.has("cores")) {
+      cores[0] = args.intValue("cores", 1);
+      return "--cores";
+    }
+    java.util.Map<String, String> conf = new java.util.HashMap<>();
+    for (String setting : args.all("conf")) {
+      int eq = setting.indexOf('=');
+      conf.put(setting.substring(0, eq).trim(), setting.substring(eq + 1).trim());
+    }
+    try {
+      if (conf.containsKey("spark.cores.max")) {
+        cores[0] = Math.max(1, Integer.parseInt(conf.get("spark.cores.max")));
+        return "spark.cores.max in --conf";
+      }
+      if (conf.containsKey("spark.executor.instances")
+          && conf.containsKey("spark.executor.cores")) {
+        int executors = Integer.parseInt(conf.get("spark.executor.instances"));
+        int each = Integer.parseInt(conf.get("spark.executor.cores"));
+        cores[0] = Math.max(1, executors * each);
+        return "spark.executor.instances "
+            + executors
+            + " x spark.executor.cores "
+            + each
+            + " in --conf";
+      }
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--conf: " + e.getMessage(), e);
+    }
+    java.util.regex.Matcher local =
+        java.util.regex.Pattern.compile("local\\[(\\d+)(,\\d+)?]")
+            .matcher(args.has("master") ? args.value("master") : "");
+    if (local.matches()) {
+      cores[0] = Math.max(1, Integer.parseInt(local.group(1)));
+      return "--master " + args.value("master");
+    }
+    cores[0] = Runtime.getRuntime().availableProcessors();
+    return "this machine's cores (give --cores, or --conf spark.cores.max, for the query's)";
   }
 
   private Outcome doctor(SparkSession spark, Invocation args) {

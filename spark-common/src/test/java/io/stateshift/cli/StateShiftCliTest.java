@@ -560,4 +560,62 @@ class StateShiftCliTest {
         .contains("nothing for stateshift to change")
         .doesNotContain("no state to repartition");
   }
+
+  /**
+   * doctor says how many cores it assumed and where the figure came from, and never calls the count
+   * suitable while recommending another one.
+   */
+  @Test
+  void doctorSaysTheCoresItAssumedAndWhereTheyCameFrom() throws Exception {
+    Path checkpoint = checkpoint(4);
+    String cp = checkpoint.toString();
+    assertThat(cli("doctor", "--checkpoint", cp, "--master", "local[3]").out())
+        .contains("cores:        3, from --master local[3]");
+    // the cluster's settings (parsed only: this JVM's session keeps its own)
+    int[] cores = new int[1];
+    assertThat(
+            StateShiftCli.assumedCores(
+                (CommandLine.Invocation)
+                    CommandLine.parse(
+                        new String[] {
+                          "doctor", "--checkpoint", cp, "--conf", "spark.cores.max=12"
+                        }),
+                cores))
+        .isEqualTo("spark.cores.max in --conf");
+    assertThat(cores[0]).isEqualTo(12);
+    assertThat(
+            StateShiftCli.assumedCores(
+                (CommandLine.Invocation)
+                    CommandLine.parse(
+                        new String[] {
+                          "doctor",
+                          "--checkpoint",
+                          cp,
+                          "--master",
+                          "local[2]",
+                          "--conf",
+                          "spark.executor.instances=3",
+                          "--conf",
+                          "spark.executor.cores=4"
+                        }),
+                cores))
+        .isEqualTo("spark.executor.instances 3 x spark.executor.cores 4 in --conf");
+    assertThat(cores[0]).isEqualTo(12);
+    assertThat(cli("doctor", "--checkpoint", cp, "--cores", "5").out())
+        .contains("cores:        5, from --cores");
+    Run plain = cli("doctor", "--checkpoint", cp, "--json");
+    assertThat(plain.json().get("cores").asInt())
+        .isEqualTo(Runtime.getRuntime().availableProcessors());
+    assertThat(plain.json().get("coresSource").asText()).startsWith("this machine's cores");
+    for (int given : new int[] {1, 2, 4, 8}) {
+      JsonNode report =
+          cli("doctor", "--checkpoint", cp, "--cores", Integer.toString(given), "--json").json();
+      for (JsonNode f : report.get("findings")) {
+        if (f.get("title").asText().contains("suits")) {
+          assertThat(report.get("recommendedPartitions").asInt()).isEqualTo(4);
+          assertThat(f.get("fix").asText()).as("cores " + given).isEmpty();
+        }
+      }
+    }
+  }
 }
