@@ -340,8 +340,8 @@ public final class StateShiftCli {
     }
     ObjectNode path = r.putObject("path");
     path.put("name", result.path().name());
-    path.put("preparedBatch", result.path().preparedBatch());
-    path.put("lastCommittedBatch", result.path().lastCommittedBatch());
+    CliJson.count(path, "preparedBatch", result.path().preparedBatch());
+    CliJson.count(path, "lastCommittedBatch", result.path().lastCommittedBatch());
     path.put("rowsReplayed", result.path().rowsReplayed());
     path.put("reason", result.path().reason());
     ArrayNode stores = r.putArray("stores");
@@ -367,7 +367,7 @@ public final class StateShiftCli {
     }
     node.put("fromPartitions", plan.fromPartitions());
     node.put("toPartitions", plan.toPartitions());
-    node.put("lastCommittedBatch", plan.lastCommittedBatch());
+    CliJson.count(node, "lastCommittedBatch", plan.lastCommittedBatch());
     node.put("repartitionBatch", plan.repartitionBatch());
     ArrayNode ops = node.putArray("operators");
     for (RepartitionPlan.OperatorInfo op : plan.operators()) {
@@ -477,8 +477,14 @@ public final class StateShiftCli {
   }
 
   private Outcome history(SparkSession spark, Invocation args) {
-    String checkpoint = args.value("checkpoint");
-    List<HistoryEntry> entries = StateShift.get(spark).history(checkpoint);
+    List<HistoryEntry> entries = StateShift.get(spark).history(args.value("checkpoint"));
+    // qualified, as every other command prints it
+    String checkpoint =
+        io.stateshift.checkpoint.CheckpointFiles.at(
+                args.value("checkpoint"),
+                io.stateshift.checkpoint.SessionSettings.hadoopConf(spark))
+            .root()
+            .toString();
     ObjectNode json = CliJson.envelope(args.name(), OK);
     json.put("checkpoint", checkpoint);
     ArrayNode list = json.putArray("entries");
@@ -493,16 +499,16 @@ public final class StateShiftCli {
       e.put("kind", h.kind().name().toLowerCase(java.util.Locale.ROOT));
       e.put("outcome", h.outcome().name().toLowerCase(java.util.Locale.ROOT));
       e.put("attemptId", h.attemptId());
-      e.put("batch", h.batch());
+      CliJson.count(e, "batch", h.batch());
       e.put("startedAt", h.startedAt().map(Object::toString).orElse(null));
-      e.put("durationMs", h.durationMs());
+      CliJson.count(e, "durationMs", h.durationMs());
       e.put("fromPartitions", h.fromPartitions());
       e.put("toPartitions", h.toPartitions());
-      e.put("rowsMoved", h.rowsMoved());
-      e.put("bytesMoved", h.bytesMoved());
-      e.put("path", h.path());
-      e.put("application", h.application());
-      e.put("user", h.user());
+      CliJson.count(e, "rowsMoved", h.rowsMoved());
+      CliJson.count(e, "bytesMoved", h.bytesMoved());
+      CliJson.text(e, "path", h.path());
+      CliJson.text(e, "application", h.application());
+      CliJson.text(e, "user", h.user());
       e.put("rolledBack", h.rolledBack());
       e.put("message", h.message().orElse(null));
     }

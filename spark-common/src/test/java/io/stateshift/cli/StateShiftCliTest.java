@@ -294,6 +294,8 @@ class StateShiftCliTest {
     assertThat(result.get("plan").get("toPartitions").asInt()).isEqualTo(6);
     assertThat(result.get("result").get("rowsMoved").asLong()).isPositive();
     assertThat(result.get("result").get("stores").size()).isPositive();
+    // what does not apply is null, not -1: no prepared layout was used
+    assertThat(result.get("result").get("path").get("preparedBatch").isNull()).isTrue();
 
     JsonNode inspected = cli("inspect", "--checkpoint", cp, "--json").json();
     assertThat(inspected.get("schema").asText()).isEqualTo("stateshift/v1");
@@ -342,6 +344,8 @@ class StateShiftCliTest {
 
     Run history = cli("history", "--checkpoint", cp, "--json");
     assertThat(history.exit()).as(history.err()).isZero();
+    // qualified, as the other commands print it
+    assertThat(history.json().get("checkpoint").asText()).isEqualTo("file:" + cp);
     JsonNode entries = history.json().get("entries");
     assertThat(entries.size()).isEqualTo(2);
     JsonNode repartition = entries.get(0);
