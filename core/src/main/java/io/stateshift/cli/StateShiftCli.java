@@ -593,7 +593,8 @@ public final class StateShiftCli {
                 .ofQuery(report.queryId())
             : null;
     java.nio.file.Path file = java.nio.file.Path.of(args.value("out")).toAbsolutePath();
-    io.stateshift.report.HtmlReport.write(report, history, file);
+    io.stateshift.report.HtmlReport.write(
+        report, history, StateShift.get(spark).history(args.value("checkpoint")), file);
     int batches = history == null ? 0 : history.batches().size();
     ObjectNode json = CliJson.envelope(args.name(), OK);
     json.put("out", file.toString());
