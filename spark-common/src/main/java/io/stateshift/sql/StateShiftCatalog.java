@@ -26,15 +26,23 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public final class StateShiftCatalog implements ProcedureCatalog {
   static final String NAMESPACE = "system";
 
+  /** The procedures, named verb_state (the sink log's repair: repair_sink_log). */
   private static final Map<String, Supplier<UnboundProcedure>> PROCEDURES =
       Map.of(
           "repartition_state", Procedures.RepartitionState::new,
           "migrate_state", Procedures.MigrateStateProcedure::new,
+          "prepare_state", Procedures.PrepareStateProcedure::new,
           "inspect_state", Procedures.InspectState::new,
           "verify_state", Procedures.VerifyState::new,
           "rollback_state", Procedures.RollbackState::new,
-          "doctor", Procedures.DoctorProcedure::new,
-          "state_history", Procedures.StateHistory::new);
+          "doctor_state", Procedures.DoctorProcedure::new,
+          "history_state", Procedures.StateHistory::new,
+          "report_state", Procedures.ReportState::new,
+          "repair_sink_log", Procedures.RepairSinkLog::new);
+
+  /** Other names the procedures answer to, not listed. */
+  private static final Map<String, String> ALIASES =
+      Map.of("doctor", "doctor_state", "state_history", "history_state");
 
   private String name = "stateshift";
 
@@ -57,7 +65,9 @@ public final class StateShiftCatalog implements ProcedureCatalog {
   public UnboundProcedure loadProcedure(Identifier ident) {
     Supplier<UnboundProcedure> procedure =
         inSystemNamespace(ident.namespace())
-            ? PROCEDURES.get(ident.name().toLowerCase(Locale.ROOT))
+            ? PROCEDURES.get(
+                ALIASES.getOrDefault(
+                    ident.name().toLowerCase(Locale.ROOT), ident.name().toLowerCase(Locale.ROOT)))
             : null;
     if (procedure == null) {
       // An AnalysisException reaches the user as it is (Spark wraps any other exception in
