@@ -612,17 +612,22 @@ public final class StateShiftCli {
   private Outcome demo(Invocation args) {
     // The folder is chosen (and a non-empty --dir refused) before Spark starts.
     java.nio.file.Path folder = DeviceCountsDemo.workingFolder(args.value("dir"));
-    int events = args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS);
+    DeviceCountsDemo.Size size =
+        DeviceCountsDemo.Size.of(
+            args.has("events") ? args.intValue("events", 0) : null, args.flag("quick"));
     // With --json the running commentary goes to stderr and stdout holds the document alone.
     PrintStream commentary = args.flag("json") ? err : out;
     DeviceCountsDemo.Result result =
-        withSpark(args, spark -> DeviceCountsDemo.run(spark, events, folder, commentary));
+        withSpark(args, spark -> DeviceCountsDemo.run(spark, size, folder, commentary));
     int code = result.passed() ? OK : FAILURE;
     ObjectNode json = CliJson.envelope(args.name(), code);
     json.put("folder", result.folder().toString());
     json.put("checkpoint", result.checkpoint().toString());
     json.put("passed", result.passed());
-    json.put("repartitionMs", result.repartitionMs());
+    CliJson.count(json, "repartitionMs", result.repartitionMs());
+    json.put("history", result.history().toString());
+    json.put("wallMs", result.wallMs());
+    json.put("longestSilenceMs", result.longestSilenceMs());
     if (!result.passed()) {
       CliJson.withError(
           json,
@@ -668,6 +673,8 @@ public final class StateShiftCli {
           .set("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
           // the demo's tables are short-lived: skip Delta's log checkpoints (slow to start up)
           .set("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
+          // nor file statistics for data skipping, which the demo's small reads never use
+          .set("spark.databricks.delta.stats.collect", "false")
           .set("spark.sql.shuffle.partitions", "4");
     }
     if (System.getProperty("spark.master") == null) {

@@ -191,7 +191,7 @@ class StateShiftCliTest {
     Run demoHelp = cli("demo", "--help");
     assertThat(demoHelp.out())
         .contains("--events <n>")
-        .contains("(default: 200000)")
+        .contains("(default: 60000")
         .contains("--dir <path>")
         .contains("a new temporary folder per run");
     assertThat(cli("help", "repartiton").err()).contains("did you mean repartition?");
