@@ -77,7 +77,8 @@ public final class HtmlReport {
         ObjectNode state = n.putObject("stateRows");
         b.stateRows().forEach(state::put);
         ObjectNode bytes = n.putObject("stateBytes");
-        b.stateBytes().forEach(bytes::put);
+        // a store that reports neither size: no point rather than a false zero
+        b.stateBytes().forEach((op, v) -> bytes.put(op, v > 0 ? v : null));
         if (b.watermarkDelayMs() >= 0) {
           n.put("watermarkLagMs", b.watermarkDelayMs());
         } else {
@@ -150,7 +151,7 @@ public final class HtmlReport {
         <div class="card"><h2>Batch duration vs trigger interval</h2><div id="duration"></div></div>
         <div class="card"><h2>Input vs processing rate</h2><div id="rates"></div></div>
         <div class="card"><h2>State rows over time, per operator</h2><div id="state"></div></div>
-        <div class="card"><h2>State bytes over time, per operator</h2><div id="bytes"></div></div>
+        <div class="card"><h2>State size over time, per operator (RocksDB's SST files, else memory)</h2><div id="bytes"></div></div>
         <div class="card"><h2>Watermark lag (newest event time minus watermark)</h2><div id="lag"></div></div>
         <div class="card"><h2>Rows per state partition (skew)</h2><div id="skew"></div></div>
       </div>
@@ -190,6 +191,12 @@ public final class HtmlReport {
       function niceStep(span, n, unit) {
         if (span <= 0) return 1;
         const raw = span / n;
+        if (unit === 'ms') {
+          for (const m of [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 15000, 30000,
+              60000, 120000, 300000, 600000, 900000, 1800000, 3600000, 7200000, 21600000, 86400000]) {
+            if (m >= raw) return m;
+          }
+        }
         if (unit === 'bytes' && raw >= 1024) {
           const p = Math.pow(1024, Math.floor(Math.log(raw) / Math.log(1024)));
           for (const m of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]) if (m * p >= raw) return m * p;
@@ -372,7 +379,7 @@ public final class HtmlReport {
               values: b.map(r => r.stateRows[op] === undefined ? null : r.stateRows[op])})),
               Object.assign({unit: 'rows'}, time));
             lineChart('bytes', xs, ops.map(op => ({name: 'operator ' + op,
-              values: b.map(r => !r.stateBytes || r.stateBytes[op] === undefined ? null : r.stateBytes[op])})),
+              values: b.map(r => !r.stateBytes || r.stateBytes[op] == null ? null : r.stateBytes[op])})),
               Object.assign({unit: 'bytes'}, time));
           } else {
             empty('state', 'The query keeps no state.');
