@@ -56,7 +56,7 @@ public final class DeviceCountsDemo {
   public record Size(int events, int fromPartitions, int toPartitions, int commits) {
     public static Size of(Integer events, boolean quick) {
       return quick
-          ? new Size(events == null ? QUICK_EVENTS : events, 2, 4, 2)
+          ? new Size(events == null ? QUICK_EVENTS : events, 2, 4, 1)
           : new Size(events == null ? DEFAULT_EVENTS : events, FROM_PARTITIONS, TO_PARTITIONS, 3);
     }
   }
