@@ -485,35 +485,6 @@ class StateShiftCliTest {
   }
 
   /**
-   * After a repartition of a RocksDB checkpoint with changelog checkpointing, prepare names the
-   * real cause: the repartition's own batch was written as a snapshot, so the query must run one
-   * batch first; not "needs changelog checkpointing", which is on.
-   */
-  @Test
-  void prepareAfterARepartitionNamesTheRepartitionsOwnBatch() throws Exception {
-    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
-    run.writeEvents(0, 200, 20);
-    Path checkpoint = tmp.resolve("checkpoint");
-    run.runAvailable(
-        StatefulQueries.GROUPED_COUNT,
-        checkpoint,
-        tmp.resolve("sink"),
-        StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
-    String cp = checkpoint.toString();
-    Run moved = cli("repartition", "--checkpoint", cp, "--partitions", "6", "--assume-stopped");
-    assertThat(moved.exit()).as(moved.err()).isZero();
-    Map<String, String> before = CheckpointDigest.of(checkpoint);
-
-    Run prepare = cli("prepare", "--checkpoint", cp, "--partitions", "8");
-    assertThat(prepare.exit()).as(prepare.out()).isEqualTo(StateShiftCli.BAD_INPUT);
-    assertThat(prepare.err())
-        .contains("was written by stateshift's repartition as a snapshot")
-        .contains("let the query run one batch")
-        .doesNotContain("needs changelog checkpointing");
-    assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
-  }
-
-  /**
    * Every change the command was not told the file sink of says what a file sink needs and the
    * command that repairs it: in text, in --json, and in a dry run.
    */
