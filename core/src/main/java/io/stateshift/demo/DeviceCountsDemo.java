@@ -196,10 +196,20 @@ public final class DeviceCountsDemo {
         .conf()
         .set(StateShiftExtensions.STATE_PARTITIONS, Integer.toString(size.fromPartitions()));
     say.phase("run 1: the query on %d state partitions (RocksDB)", size.fromPartitions());
-    List<StreamingQueryProgress> first = runQuery(spark, source, checkpoint, target);
+    // Run 1 stops with windows the watermark already closed still in state: the batch without
+    // data that would emit them is run 2's first work anyway, so run 1 leaves it out.
+    String noData = "spark.sql.streaming.noDataMicroBatches.enabled";
+    spark.conf().set(noData, "false");
+    List<StreamingQueryProgress> first;
+    try {
+      first = runQuery(spark, source, checkpoint, target);
+    } finally {
+      spark.conf().unset(noData);
+    }
+    waitForListeners(spark); // its batches' lines first
     say.line(
-        "run 1: %d micro-batches on %d state partitions, %,d state rows; query stopped",
-        first.size(), stateInstances(first), stateRows(first));
+        "run 1: %d micro-batch%s on %d state partitions, %,d state rows; query stopped",
+        first.size(), first.size() == 1 ? "" : "es", stateInstances(first), stateRows(first));
 
     say.phase("writing %,d more device events while the query is stopped", events - firstHalf);
     appendEvents(spark, source, firstHalf, events - firstHalf, size.commits());
@@ -229,8 +239,8 @@ public final class DeviceCountsDemo {
                     result.rowsMoved(),
                     result.bytesMoved()));
     say.line(
-        "run 2: %d micro-batches on %d state partitions, same checkpoint",
-        second.size(), stateInstances(second));
+        "run 2: %d micro-batch%s on %d state partitions, same checkpoint",
+        second.size(), second.size() == 1 ? "" : "es", stateInstances(second));
 
     say.phase("verifying the output against a batch computation over all events");
     String watermark = second.get(second.size() - 1).eventTime().get("watermark");
