@@ -148,6 +148,31 @@ class PreparedRepartitionTest {
     finishAndCompare(run, checkpoint, sink, store);
   }
 
+  /**
+   * Right after a repartition of a RocksDB checkpoint with changelog checkpointing, whose last
+   * batch stateshift wrote as a snapshot without a changelog file, prepare works from that snapshot
+   * (it once blamed changelog checkpointing, which was on); the restart's repartition uses the
+   * prepared layout and the output equals an uninterrupted run's.
+   */
+  @Test
+  void preparedRightAfterARepartitionWorksFromItsSnapshot() throws IOException {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    write(run, 0, FILES_BEFORE);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
+    repartition(checkpoint, 6);
+    PrepareResult prepared = prepare(checkpoint, 3);
+    assertThat(prepared.prepared().get().fromPartitions()).isEqualTo(6);
+    assertThat(prepared.prepared().get().preparedBatch()).isEqualTo(lastCommitted(checkpoint));
+    write(run, FILES_BEFORE, FILES_TAIL);
+    run.runAvailable(QUERY, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG.withPartitions(4));
+    RepartitionResult result = repartition(checkpoint, 3);
+    assertThat(result.path().prepared()).as(result.path().toString()).isTrue();
+    assertThat(result.path().rowsReplayed()).isPositive();
+    finishAndCompare(run, checkpoint, sink, StateStores.ROCKSDB_CHANGELOG);
+  }
+
   @Test
   void otherCountOrOtherQueryFallsBackToTheFullPath() throws IOException {
     StreamRun run = new StreamRun(spark, tmp.resolve("input"));

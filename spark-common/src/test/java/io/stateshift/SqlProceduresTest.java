@@ -85,6 +85,11 @@ class SqlProceduresTest {
               assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(8);
               assertThat(r.<Long>getAs("batch")).isEqualTo(committed + 1);
               assertThat(r.isNullAt(r.fieldIndex("rows_written"))).isTrue();
+              // the state's size and the estimate, as --dry-run prints them
+              assertThat(r.<Long>getAs("state_bytes")).isPositive();
+              assertThat(r.<Long>getAs("state_files")).isPositive();
+              assertThat(r.<Double>getAs("estimated_seconds")).isPositive();
+              assertThat(r.<Integer>getAs("estimate_task_slots")).isPositive();
             });
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
@@ -117,7 +122,7 @@ class SqlProceduresTest {
     StateAssertions.assertMetadataReports(streams, checkpoint, 8);
 
     List<Row> history =
-        call(sql, "CALL stateshift.system.state_history(checkpoint => '" + cp + "')");
+        call(sql, "CALL stateshift.system.history_state(checkpoint => '" + cp + "')");
     // The first repartition (rolled back), its rollback, the second repartition; oldest first.
     assertThat(history).hasSize(3);
     assertThat(history.stream().map(r -> r.<String>getAs("kind")).toList())
@@ -151,13 +156,14 @@ class SqlProceduresTest {
             });
 
     List<Row> doctor =
-        call(sql, "CALL stateshift.system.doctor(checkpoint => '" + cp + "', cores => 2)");
+        call(sql, "CALL stateshift.system.doctor_state(checkpoint => '" + cp + "', cores => 2)");
     assertThat(doctor)
         .isNotEmpty()
         .allSatisfy(
             r -> {
               assertThat(r.<Integer>getAs("partitions")).isEqualTo(8);
               assertThat(r.<Integer>getAs("cores")).isEqualTo(2);
+              assertThat(r.<String>getAs("cores_source")).isEqualTo("cores => 2");
               assertThat(r.<String>getAs("severity")).isIn("INFO", "WARNING", "ERROR");
             });
     // a script can filter the rows like any DataFrame
@@ -279,7 +285,7 @@ class SqlProceduresTest {
               assertThat(r.<String>getAs("to_provider")).isEqualTo(MigrateOracleTest.ROCKSDB);
             });
     List<Row> history =
-        call(sql, "CALL stateshift.system.state_history(checkpoint => '" + cp + "')");
+        call(sql, "CALL stateshift.system.history_state(checkpoint => '" + cp + "')");
     assertThat(history).singleElement();
     assertThat(history.get(0).<String>getAs("path")).startsWith("migrate hdfs -> rocksdb");
     List<Row> verify = call(sql, "CALL stateshift.system.verify_state('" + cp + "')");
@@ -329,6 +335,12 @@ class SqlProceduresTest {
             "inspect_state('" + missing + "')",
             "verify_state('" + missing + "')",
             "rollback_state('" + missing + "')",
+            "doctor_state('" + missing + "')",
+            "history_state('" + missing + "')",
+            "prepare_state('" + missing + "', 4)",
+            "report_state('" + missing + "', '" + tmp.resolve("r.html") + "')",
+            "repair_sink_log('" + missing + "', '" + tmp.resolve("out") + "')",
+            // the other names of doctor_state and history_state
             "doctor('" + missing + "')",
             "state_history('" + missing + "')")) {
       assertThatThrownBy(() -> sql.sql("CALL stateshift.system." + procedure))
@@ -365,7 +377,18 @@ class SqlProceduresTest {
                     "CALL stateshift.system.repartition_state(checkpoint => '"
                         + cp
                         + "', partitions => 0)"))
-        .hasMessageContaining("refused [INVALID_PARTITION_COUNT]");
+        .hasMessageContaining("refused [INVALID_PARTITION_COUNT]")
+        // the SQL argument, not the Java API behind it
+        .hasMessageContaining("partitions => 0")
+        .hasMessageNotContaining("toPartitions");
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                    "CALL stateshift.system.migrate_state(checkpoint => '"
+                        + cp
+                        + "', provider => 'rocksdb', partitions => -1)"))
+        .hasMessageContaining("partitions => -1")
+        .hasMessageNotContaining("toPartitions");
     assertThatThrownBy(
             () -> sql.sql("CALL stateshift.system.rollback_state(checkpoint => '" + cp + "')"))
         .hasMessageContaining("rollback_state refused [");
@@ -379,9 +402,67 @@ class SqlProceduresTest {
         .hasMessageContaining("partition");
     assertThatThrownBy(() -> sql.sql("CALL stateshift.system.repartition_stat('" + cp + "', 6)"))
         .hasMessageContaining("cannot be found")
-        .hasMessageContaining("repartition_state, rollback_state");
+        .hasMessageContaining("repartition_state, report_state, rollback_state");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
-    assertThat(call(sql, "CALL stateshift.system.state_history('" + cp + "')")).isEmpty();
+    assertThat(call(sql, "CALL stateshift.system.history_state('" + cp + "')")).isEmpty();
     assertThat(Files.exists(checkpoint.resolve("_stateshift"))).isFalse();
+  }
+
+  /**
+   * prepare_state, report_state and repair_sink_log, the commands' procedures: a prepared layout
+   * and its removal, a report page, a sink log that lacks nothing; a folder as the page refused.
+   */
+  @Test
+  void prepareReportAndRepairSinkLogThroughSql() throws Exception {
+    SparkSession sql = sqlSession();
+    StreamRun run = new StreamRun(streams, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    run.writeEvents(0, 200, 20);
+    run.runAvailable(
+        StatefulQueries.GROUPED_COUNT,
+        checkpoint,
+        tmp.resolve("sink"),
+        StateStores.HDFS.withPartitions(3));
+    String cp = checkpoint.toString();
+
+    assertThat(call(sql, "CALL stateshift.system.prepare_state('" + cp + "', 5)"))
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.<Integer>getAs("from_partitions")).isEqualTo(3);
+              assertThat(r.<Integer>getAs("to_partitions")).isEqualTo(5);
+              assertThat(r.<Long>getAs("rows")).isPositive();
+            });
+    assertThat(checkpoint.resolve("_stateshift/prepared")).isNotEmptyDirectory();
+    assertThat(
+            call(
+                sql,
+                "CALL stateshift.system.prepare_state(checkpoint => '" + cp + "', cancel => true)"))
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.<Integer>getAs("removed_layouts")).isEqualTo(1);
+              assertThat(r.isNullAt(r.fieldIndex("to_partitions"))).isTrue();
+            });
+    assertThatThrownBy(() -> sql.sql("CALL stateshift.system.prepare_state('" + cp + "')"))
+        .hasMessageContaining("prepare_state refused [INVALID_PARTITION_COUNT]")
+        .hasMessageContaining("partitions => 16");
+
+    Path page = tmp.resolve("report.html");
+    assertThat(call(sql, "CALL stateshift.system.report_state('" + cp + "', '" + page + "')"))
+        .singleElement()
+        .satisfies(r -> assertThat(r.<String>getAs("out")).isEqualTo(page.toString()));
+    assertThat(page).content().contains("stateshift report");
+    assertThatThrownBy(
+            () -> sql.sql("CALL stateshift.system.report_state('" + cp + "', '" + tmp + "')"))
+        .hasMessageContaining("report_state refused [INVALID_ARGUMENT]")
+        .hasMessageContaining("is a folder");
+
+    Path out = Files.createDirectories(tmp.resolve("out/_spark_metadata"));
+    assertThat(
+            call(
+                sql,
+                "CALL stateshift.system.repair_sink_log('" + cp + "', '" + out.getParent() + "')"))
+        .isEmpty();
   }
 }

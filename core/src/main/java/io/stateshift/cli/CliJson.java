@@ -54,6 +54,24 @@ final class CliJson {
     }
   }
 
+  /** A count or id, null where it is unknown (negative): JSON null, never -1. */
+  static void count(ObjectNode node, String key, long value) {
+    if (value < 0) {
+      node.putNull(key);
+    } else {
+      node.put(key, value);
+    }
+  }
+
+  /** A text, null where it is unknown (null or empty): JSON null, never "". */
+  static void text(ObjectNode node, String key, String value) {
+    if (value == null || value.isEmpty()) {
+      node.putNull(key);
+    } else {
+      node.put(key, value);
+    }
+  }
+
   static String text(ObjectNode root) {
     try {
       return MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(root);

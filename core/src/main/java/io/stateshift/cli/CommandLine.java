@@ -137,7 +137,9 @@ final class CommandLine {
   private static final CliOption MASTER =
       CliOption.value(
               "master", "<url>", "local[2], or the spark.master system property", "Spark master")
-          .checkedBy(CliOption::notBlank);
+          .checkedBy(CommandLine::checkMaster);
+  private static final CliOption VERBOSE =
+      CliOption.flag("verbose", "print the stack trace of a failure, not only its message");
   private static final CliOption CONF =
       CliOption.value("conf", "<key=value>", null, "a Spark setting, for example S3 credentials")
           .many()
@@ -180,6 +182,7 @@ final class CommandLine {
     out.add(CONF);
     out.add(JARS);
     out.add(PACKAGES);
+    out.add(VERBOSE);
     return List.copyOf(out);
   }
 
@@ -214,7 +217,9 @@ final class CommandLine {
           else. A later repartition to n (stateshift repartition, or the restart with
           StateShiftExtensions) starts from it and only replays the batches committed since, or
           says why it moved all state instead. Running it again moves the prepared batch forward;
-          --cancel removes it. HDFS-backed state store.
+          --cancel removes it. Works on the HDFS-backed state store, and on RocksDB with changelog
+          checkpointing (spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true),
+          whose changelog files carry the batches committed after the prepared one.
           """,
               withSpark(
                   CHECKPOINT,
@@ -497,16 +502,24 @@ final class CommandLine {
               """
           Counts device events per 5-minute window on RocksDB with 4 state partitions, stops,
           restarts on 8 with StateShiftExtensions, and checks the output against a batch
-          computation. Works in a folder of its own and leaves it (the checkpoint included) for
-          inspect, history and doctor; it deletes nothing.
+          computation; StreamMonitor writes the progress history of both runs. Each phase and
+          batch is printed with the time since the start, at least every 5 seconds; the end
+          prints the wall time, the longest silence and the next commands to try. --quick: 20,000
+          events on 2 then 4 partitions. Works in a folder of its own and leaves it (checkpoint
+          and history included) for inspect, history, doctor and report; it deletes nothing.
           """,
               withSpark(
                   CliOption.value(
                           "events",
                           "<n>",
                           Integer.toString(DeviceCountsDemo.DEFAULT_EVENTS),
-                          "device events to write")
+                          "device events to write (--quick: "
+                              + String.format("%,d", DeviceCountsDemo.QUICK_EVENTS)
+                              + ")")
                       .checkedBy(CommandLine::checkEvents),
+                  CliOption.flag(
+                      "quick",
+                      "a smaller run, under a minute on 2 cores: fewer events and partitions"),
                   CliOption.value(
                           "dir",
                           "<path>",
@@ -514,7 +527,7 @@ final class CommandLine {
                           "the working folder, new or empty")
                       .checkedBy(CommandLine::checkDemoDir),
                   JSON),
-              "stateshift demo --events 50000 --dir /tmp/my-demo"),
+              "stateshift demo --quick --dir /tmp/my-demo"),
           new CliCommand(
               "classpath",
               "Print the library jar (--full: with Spark, for embedding).",
@@ -522,7 +535,11 @@ final class CommandLine {
           Prints the library jar, for spark-submit --jars; with --full, the jar and everything it
           runs with (Spark and Delta included), for programs that embed stateshift.
           """,
-              List.of(CliOption.flag("full", "the whole runtime classpath, Spark included")),
+              List.of(
+                  CliOption.flag("full", "the whole runtime classpath, Spark included"),
+                  CliOption.flag(
+                      "json",
+                      "print the jar and the class path as JSON (schema " + CliJson.SCHEMA + ")")),
               "stateshift classpath --full"));
 
   static Optional<CliCommand> command(String name) {
@@ -658,7 +675,66 @@ final class CommandLine {
     if (command.operands() != null && !values.containsKey(OPERANDS)) {
       throw new UsageError(command.name(), command.name() + " needs " + command.operands());
     }
+    checkTogether(command.name(), values);
     return new Invocation(command, values);
+  }
+
+  /** The checks that take more than one option, or the file system: still before Spark starts. */
+  private static void checkTogether(String command, Map<String, List<String>> values) {
+    switch (command) {
+      case "prepare" -> {
+        if (!values.containsKey("partitions") && !values.containsKey("cancel")) {
+          throw new UsageError(
+              command,
+              "prepare needs --partitions <n> (or --cancel to remove the prepared layout)");
+        }
+        if (values.containsKey("partitions") && values.containsKey("cancel")) {
+          throw new UsageError(command, "give --partitions <n> or --cancel, not both");
+        }
+      }
+      case "migrate" -> {
+        if (!values.containsKey("provider") && !values.containsKey("format-version")) {
+          throw new UsageError(
+              command, "migrate needs --provider <rocksdb|hdfs>, --format-version <1|2>, or both");
+        }
+      }
+      case "report" -> {
+        String out = values.get("out").get(0);
+        Path file = Path.of(out).toAbsolutePath();
+        if (Files.isDirectory(file)) {
+          throw new UsageError(
+              command,
+              "--out "
+                  + out
+                  + " is a folder; name the page to write, for example --out "
+                  + file.resolve("report.html"));
+        }
+        Path parent = file.getParent();
+        while (parent != null && !Files.exists(parent)) {
+          parent = parent.getParent();
+        }
+        if (parent != null && !Files.isDirectory(parent)) {
+          throw new UsageError(
+              command, "--out " + out + ": " + parent + " is a file, not a folder");
+        }
+      }
+      default -> {}
+    }
+  }
+
+  /**
+   * A master URL Spark accepts: local, local[n], local[*], local[n,m], local-cluster[...],
+   * spark://, yarn, k8s://, mesos://.
+   */
+  static String checkMaster(String master) {
+    if (master.matches(
+        "local(\\[(\\d+|\\*)(,\\d+)?\\])?|local-cluster\\[.+\\]|(spark|k8s|mesos)://.+|yarn")) {
+      return null;
+    }
+    return "takes a Spark master URL (local[2], local[*], spark://host:7077, yarn, "
+        + "k8s://...), got '"
+        + master
+        + "'";
   }
 
   private static boolean isHelp(String arg) {

@@ -156,7 +156,11 @@ public final class StateShiftCli {
       Invocation args, boolean json, int code, String reason, String message, Exception failure) {
     if (failure != null) {
       err.println("failed: " + message);
-      failure.printStackTrace(err);
+      if (args.flag("verbose")) {
+        failure.printStackTrace(err);
+      } else {
+        err.println("(--verbose prints the stack trace)");
+      }
     } else {
       err.println("error: " + message);
     }
@@ -186,13 +190,15 @@ public final class StateShiftCli {
         RepartitionPlan plan = action.plan();
         json.put("changed", false);
         putPlan(json.putObject("plan"), plan);
-        return new Outcome(OK, plan + estimateLine(plan) + "dry run: nothing was written.\n", json);
+        String note = fileSinkNote(spark, args, plan, json);
+        return new Outcome(
+            OK, plan + estimateLine(plan) + note + "dry run: nothing was written.\n", json);
       }
       RepartitionResult result = action.execute();
       json.put("changed", result.fromPartitions() != result.toPartitions());
       putPlan(json.putObject("plan"), result.plan());
       putResult(json.putObject("result"), result);
-      return new Outcome(OK, result.toString(), json);
+      return new Outcome(OK, result + fileSinkNote(spark, args, result.plan(), json), json);
     } catch (StateShiftException e) {
       if (e.reason() != Reason.SAME_PARTITION_COUNT) {
         throw e;
@@ -247,6 +253,7 @@ public final class StateShiftCli {
       putResult(json.putObject("result"), result);
       text.append(result);
     }
+    text.append(fileSinkNote(spark, args, plan, json));
     List<String> notes = MigrateState.sessionNotes(plan);
     if (notes.isEmpty() && args.has("provider")) {
       notes = MigrateState.sessionNotes(args.value("provider"));
@@ -293,6 +300,40 @@ public final class StateShiftCli {
     return new Outcome(OK, result.toString(), json);
   }
 
+  /**
+   * What a change means for a file sink the command does not know: the checkpoint does not say
+   * where its query writes, and Spark's file sink needs an entry in its log for the change's batch.
+   * Empty (and {@code fileSinkNote} null in the JSON) when --file-sink is given or a sink is on
+   * record, which the change gives that entry itself.
+   */
+  private static String fileSinkNote(
+      SparkSession spark, Invocation args, RepartitionPlan plan, ObjectNode json) {
+    boolean known =
+        args.has("file-sink")
+            || io.stateshift.protocol.FileSinkRecord.read(
+                    io.stateshift.checkpoint.CheckpointFiles.at(
+                        plan.checkpoint(),
+                        io.stateshift.checkpoint.SessionSettings.hadoopConf(spark)))
+                .isPresent();
+    if (known) {
+      json.putNull("fileSinkNote");
+      return "";
+    }
+    String note =
+        "File sink: none given (--file-sink) or on record. If this query writes Spark's file sink"
+            + " (parquet, json, csv, orc or text to a path), that sink's log"
+            + " (<output>/_spark_metadata) needs an entry for batch "
+            + plan.repartitionBatch()
+            + (args.flag("dry-run")
+                ? ": add --file-sink <output> to this command, or afterwards run"
+                : ", or the restarted query fails with BATCH_METADATA_NOT_FOUND: run")
+            + " `stateshift repair-sink-log --checkpoint "
+            + plan.checkpoint()
+            + " --file-sink <output>`.";
+    json.put("fileSinkNote", note);
+    return note + "\n";
+  }
+
   private static void putResult(ObjectNode r, RepartitionResult result) {
     r.put("batchId", result.batchId());
     r.put("totalMillis", result.totalMillis());
@@ -305,8 +346,8 @@ public final class StateShiftCli {
     }
     ObjectNode path = r.putObject("path");
     path.put("name", result.path().name());
-    path.put("preparedBatch", result.path().preparedBatch());
-    path.put("lastCommittedBatch", result.path().lastCommittedBatch());
+    CliJson.count(path, "preparedBatch", result.path().preparedBatch());
+    CliJson.count(path, "lastCommittedBatch", result.path().lastCommittedBatch());
     path.put("rowsReplayed", result.path().rowsReplayed());
     path.put("reason", result.path().reason());
     ArrayNode stores = r.putArray("stores");
@@ -332,7 +373,7 @@ public final class StateShiftCli {
     }
     node.put("fromPartitions", plan.fromPartitions());
     node.put("toPartitions", plan.toPartitions());
-    node.put("lastCommittedBatch", plan.lastCommittedBatch());
+    CliJson.count(node, "lastCommittedBatch", plan.lastCommittedBatch());
     node.put("repartitionBatch", plan.repartitionBatch());
     ArrayNode ops = node.putArray("operators");
     for (RepartitionPlan.OperatorInfo op : plan.operators()) {
@@ -442,8 +483,14 @@ public final class StateShiftCli {
   }
 
   private Outcome history(SparkSession spark, Invocation args) {
-    String checkpoint = args.value("checkpoint");
-    List<HistoryEntry> entries = StateShift.get(spark).history(checkpoint);
+    List<HistoryEntry> entries = StateShift.get(spark).history(args.value("checkpoint"));
+    // qualified, as every other command prints it
+    String checkpoint =
+        io.stateshift.checkpoint.CheckpointFiles.at(
+                args.value("checkpoint"),
+                io.stateshift.checkpoint.SessionSettings.hadoopConf(spark))
+            .root()
+            .toString();
     ObjectNode json = CliJson.envelope(args.name(), OK);
     json.put("checkpoint", checkpoint);
     ArrayNode list = json.putArray("entries");
@@ -458,16 +505,16 @@ public final class StateShiftCli {
       e.put("kind", h.kind().name().toLowerCase(java.util.Locale.ROOT));
       e.put("outcome", h.outcome().name().toLowerCase(java.util.Locale.ROOT));
       e.put("attemptId", h.attemptId());
-      e.put("batch", h.batch());
+      CliJson.count(e, "batch", h.batch());
       e.put("startedAt", h.startedAt().map(Object::toString).orElse(null));
-      e.put("durationMs", h.durationMs());
+      CliJson.count(e, "durationMs", h.durationMs());
       e.put("fromPartitions", h.fromPartitions());
       e.put("toPartitions", h.toPartitions());
-      e.put("rowsMoved", h.rowsMoved());
-      e.put("bytesMoved", h.bytesMoved());
-      e.put("path", h.path());
-      e.put("application", h.application());
-      e.put("user", h.user());
+      CliJson.count(e, "rowsMoved", h.rowsMoved());
+      CliJson.count(e, "bytesMoved", h.bytesMoved());
+      CliJson.text(e, "path", h.path());
+      CliJson.text(e, "application", h.application());
+      CliJson.text(e, "user", h.user());
       e.put("rolledBack", h.rolledBack());
       e.put("message", h.message().orElse(null));
     }
@@ -480,10 +527,56 @@ public final class StateShiftCli {
             .doctor(args.value("checkpoint"))
             .history(args.value("history"))
             .fileSink(args.value("file-sink"));
-    if (args.has("cores")) {
-      doctor.cores(args.intValue("cores", -1));
-    }
+    int[] cores = new int[1];
+    String source = assumedCores(args, cores);
+    doctor.cores(cores[0], source);
     return doctor.run();
+  }
+
+  /**
+   * The cores the query runs on, for the doctor: --cores; else from the settings given, {@code
+   * spark.cores.max} or {@code spark.executor.instances} x {@code spark.executor.cores}; else
+   * {@code --master local[N]}; else this machine's (the command's own Spark is not the query's).
+   * Returns where the count came from and puts it in {@code cores[0]}.
+   */
+  static String assumedCores(Invocation args, int[] cores) {
+    if (args.has("cores")) {
+      cores[0] = args.intValue("cores", 1);
+      return "--cores";
+    }
+    java.util.Map<String, String> conf = new java.util.HashMap<>();
+    for (String setting : args.all("conf")) {
+      int eq = setting.indexOf('=');
+      conf.put(setting.substring(0, eq).trim(), setting.substring(eq + 1).trim());
+    }
+    try {
+      if (conf.containsKey("spark.cores.max")) {
+        cores[0] = Math.max(1, Integer.parseInt(conf.get("spark.cores.max")));
+        return "spark.cores.max in --conf";
+      }
+      if (conf.containsKey("spark.executor.instances")
+          && conf.containsKey("spark.executor.cores")) {
+        int executors = Integer.parseInt(conf.get("spark.executor.instances"));
+        int each = Integer.parseInt(conf.get("spark.executor.cores"));
+        cores[0] = Math.max(1, executors * each);
+        return "spark.executor.instances "
+            + executors
+            + " x spark.executor.cores "
+            + each
+            + " in --conf";
+      }
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--conf: " + e.getMessage(), e);
+    }
+    java.util.regex.Matcher local =
+        java.util.regex.Pattern.compile("local\\[(\\d+)(,\\d+)?]")
+            .matcher(args.has("master") ? args.value("master") : "");
+    if (local.matches()) {
+      cores[0] = Math.max(1, Integer.parseInt(local.group(1)));
+      return "--master " + args.value("master");
+    }
+    cores[0] = Runtime.getRuntime().availableProcessors();
+    return "this machine's cores (give --cores, or --conf spark.cores.max, for the query's)";
   }
 
   private Outcome doctor(SparkSession spark, Invocation args) {
@@ -506,7 +599,8 @@ public final class StateShiftCli {
                 .ofQuery(report.queryId())
             : null;
     java.nio.file.Path file = java.nio.file.Path.of(args.value("out")).toAbsolutePath();
-    io.stateshift.report.HtmlReport.write(report, history, file);
+    io.stateshift.report.HtmlReport.write(
+        report, history, StateShift.get(spark).history(args.value("checkpoint")), file);
     int batches = history == null ? 0 : history.batches().size();
     ObjectNode json = CliJson.envelope(args.name(), OK);
     json.put("out", file.toString());
@@ -577,17 +671,22 @@ public final class StateShiftCli {
   private Outcome demo(Invocation args) {
     // The folder is chosen (and a non-empty --dir refused) before Spark starts.
     java.nio.file.Path folder = DeviceCountsDemo.workingFolder(args.value("dir"));
-    int events = args.intValue("events", DeviceCountsDemo.DEFAULT_EVENTS);
+    DeviceCountsDemo.Size size =
+        DeviceCountsDemo.Size.of(
+            args.has("events") ? args.intValue("events", 0) : null, args.flag("quick"));
     // With --json the running commentary goes to stderr and stdout holds the document alone.
     PrintStream commentary = args.flag("json") ? err : out;
     DeviceCountsDemo.Result result =
-        withSpark(args, spark -> DeviceCountsDemo.run(spark, events, folder, commentary));
+        withSpark(args, spark -> DeviceCountsDemo.run(spark, size, folder, commentary));
     int code = result.passed() ? OK : FAILURE;
     ObjectNode json = CliJson.envelope(args.name(), code);
     json.put("folder", result.folder().toString());
     json.put("checkpoint", result.checkpoint().toString());
     json.put("passed", result.passed());
-    json.put("repartitionMs", result.repartitionMs());
+    CliJson.count(json, "repartitionMs", result.repartitionMs());
+    json.put("history", result.history().toString());
+    json.put("wallMs", result.wallMs());
+    json.put("longestSilenceMs", result.longestSilenceMs());
     if (!result.passed()) {
       CliJson.withError(
           json,
@@ -608,7 +707,16 @@ public final class StateShiftCli {
       throw new IllegalStateException(e);
     }
     String text = args.flag("full") ? System.getProperty("java.class.path") : own;
-    return new Outcome(OK, text + "\n", null);
+    ObjectNode json = CliJson.envelope(args.name(), OK);
+    json.put("jar", own);
+    json.put("full", args.flag("full"));
+    ArrayNode entries = json.putArray("classpath");
+    for (String entry : text.split(java.io.File.pathSeparator)) {
+      if (!entry.isEmpty()) {
+        entries.add(entry);
+      }
+    }
+    return new Outcome(OK, text + "\n", json);
   }
 
   private <T> T withSpark(Invocation args, Function<SparkSession, T> body) {
@@ -624,6 +732,8 @@ public final class StateShiftCli {
           .set("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
           // the demo's tables are short-lived: skip Delta's log checkpoints (slow to start up)
           .set("spark.databricks.delta.properties.defaults.checkpointInterval", "1000")
+          // nor file statistics for data skipping, which the demo's small reads never use
+          .set("spark.databricks.delta.stats.collect", "false")
           .set("spark.sql.shuffle.partitions", "4");
     }
     if (System.getProperty("spark.master") == null) {

@@ -15,6 +15,7 @@ public final class Doctor {
   private final String checkpoint;
   private final Map<String, String> settings = new HashMap<>();
   private int cores = -1;
+  private String coresSource = "given";
   private String history;
   private final java.util.List<String> fileSinks = new java.util.ArrayList<>();
 
@@ -23,7 +24,21 @@ public final class Doctor {
     this.checkpoint = checkpoint;
   }
 
-  /** The cores the query runs on (default: the session's default parallelism). */
+  /**
+   * The cores the query runs on, and where that figure comes from (said in the report), such as
+   * {@code "--cores"} or {@code "spark.cores.max in --conf"}.
+   */
+  public Doctor cores(int cores, String source) {
+    cores(cores);
+    this.coresSource = source == null ? "given" : source;
+    return this;
+  }
+
+  /**
+   * The cores the query runs on (default: {@code spark.cores.max}, else {@code
+   * spark.executor.instances} x {@code spark.executor.cores}, else the session's master: {@code
+   * local[N]}, or the session's default parallelism).
+   */
   public Doctor cores(int cores) {
     if (cores < 1) {
       throw new io.stateshift.StateShiftException(
@@ -77,8 +92,20 @@ public final class Doctor {
               String name = key.substring(DoctorSettings.PREFIX.length());
               return settings.containsKey(name) ? settings.get(name) : spark.conf().get(key, null);
             });
-    int effectiveCores = cores > 0 ? cores : spark.sparkContext().defaultParallelism();
+    int effectiveCores = cores;
+    String source = coresSource;
+    if (cores <= 0) {
+      org.apache.spark.SparkConf conf = spark.sparkContext().getConf();
+      if (conf.contains("spark.cores.max")) {
+        effectiveCores = conf.getInt("spark.cores.max", 1);
+        source = "spark.cores.max";
+      } else {
+        io.stateshift.estimate.TaskSlots slots = io.stateshift.estimate.TaskSlots.of(spark);
+        effectiveCores = slots.count();
+        source = slots.source();
+      }
+    }
     return CheckpointDoctor.diagnose(
-        spark, checkpoint, effectiveCores, history, resolved, fileSinks);
+        spark, checkpoint, effectiveCores, source, history, resolved, fileSinks);
   }
 }

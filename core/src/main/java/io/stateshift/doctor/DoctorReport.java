@@ -20,6 +20,7 @@ public record DoctorReport(
     int partitions,
     int recommendedPartitions,
     int cores,
+    String coresSource,
     List<Finding> findings,
     List<StorePartitions> storePartitions,
     List<OperatorGrowth> stateGrowth,
@@ -67,6 +68,7 @@ public record DoctorReport(
     root.put("partitions", partitions);
     root.put("recommendedPartitions", recommendedPartitions);
     root.put("cores", cores);
+    root.put("coresSource", coresSource);
     root.put("worst", worst().name());
     root.put("findings", findings);
     root.put("storePartitions", storePartitions);
@@ -94,6 +96,7 @@ public record DoctorReport(
         .append(" for ")
         .append(cores)
         .append(" cores)\n");
+    out.append("cores:        ").append(cores).append(", from ").append(coresSource).append('\n');
     List<Finding> sorted = new ArrayList<>(findings);
     sorted.sort(Comparator.comparing(Finding::severity).reversed());
     out.append('\n');

@@ -15,7 +15,7 @@ import java.util.Set;
  * ({@code bench/fit}, docs/performance.md "Cost model"):
  *
  * <pre>
- * seconds = fixed + requests x perRequest
+ * seconds = fixed + requests x perRequest [+ coldStart, the first in a JVM]
  *         + (old stores x perOldStore + files read x (perFile + perHdfsFile) + bytes x perByte
  *            + changelog bytes replayed x perReplayedByte) / read slots
  *         + (new stores x perNewStore + files written x (perFile + perHdfsFile)
@@ -80,7 +80,11 @@ public record CostModel(
         "seconds per byte of RocksDB changelog replayed on top of a snapshot, per task slot"),
     HDFS_FILES(
         "hdfsFiles",
-        "seconds per state file read or written on HDFS, on top of files, per task slot");
+        "seconds per state file read or written on HDFS, on top of files, per task slot"),
+    COLD_START(
+        "coldStart",
+        "seconds the first repartition in a JVM adds: loading and compiling its code paths and "
+            + "starting its first Spark jobs (as the command line runs it, in a new process)");
 
     public final String key;
     public final String unit;
@@ -187,14 +191,26 @@ public record CostModel(
         job.storage() == Storage.HDFS
             ? job.stateFiles() / readSlots + job.filesWritten() / writeSlots
             : 0);
+    q.put(Term.COLD_START, 0.0); // the benchmark's runs are warm; estimate() adds it
     return q;
   }
 
-  /** The estimate for a job on {@code slots}. */
+  /** The estimate for a job on {@code slots}, in a JVM that has run a repartition before. */
   public CostEstimate estimate(Job job, TaskSlots slots) {
+    return estimate(job, slots, false);
+  }
+
+  /**
+   * The estimate for a job on {@code slots}; {@code coldJvm}: the first repartition in this JVM,
+   * which adds {@link Term#COLD_START} (the benchmark's runs are warm, so its fit leaves it as it
+   * stands).
+   */
+  public CostEstimate estimate(Job job, TaskSlots slots, boolean coldJvm) {
     Map<Term, Double> termSeconds = new LinkedHashMap<>();
     double seconds = 0;
-    for (Map.Entry<Term, Double> q : quantities(job, slots.count()).entrySet()) {
+    Map<Term, Double> quantities = quantities(job, slots.count());
+    quantities.put(Term.COLD_START, coldJvm ? 1.0 : 0.0);
+    for (Map.Entry<Term, Double> q : quantities.entrySet()) {
       double s = q.getValue() * coefficients.get(q.getKey());
       termSeconds.put(q.getKey(), s);
       seconds += s;

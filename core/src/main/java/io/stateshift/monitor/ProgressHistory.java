@@ -38,7 +38,8 @@ public final class ProgressHistory {
       double processedRowsPerSecond,
       Map<String, Long> stateRows,
       long watermarkDelayMs,
-      double backlog) {}
+      double backlog,
+      Map<String, Long> stateBytes) {}
 
   private final List<Batch> batches;
 
@@ -123,10 +124,14 @@ public final class ProgressHistory {
     }
     JsonNode p = node.get("progress");
     Map<String, Long> stateRows = new LinkedHashMap<>();
+    Map<String, Long> stateBytes = new LinkedHashMap<>();
     int index = 0;
     for (JsonNode op : p.path("stateOperators")) {
-      stateRows.put(
-          index++ + ":" + op.path("operatorName").asText(), op.path("numRowsTotal").asLong());
+      String key = index++ + ":" + op.path("operatorName").asText();
+      stateRows.put(key, op.path("numRowsTotal").asLong());
+      // RocksDB's SST files are its state's size; its memoryUsedBytes is the cache's
+      long sst = op.path("customMetrics").path("rocksdbSstFileSize").asLong(0);
+      stateBytes.put(key, sst > 0 ? sst : op.path("memoryUsedBytes").asLong());
     }
     return new Batch(
         p.path("id").asText(),
@@ -141,7 +146,8 @@ public final class ProgressHistory {
         p.path("processedRowsPerSecond").asDouble(0),
         stateRows,
         watermarkDelayMs(p.path("eventTime")),
-        node.path("backlog").asDouble(0));
+        node.path("backlog").asDouble(0),
+        stateBytes);
   }
 
   /** Event-time lag behind the newest event: max event time minus the watermark, or -1. */

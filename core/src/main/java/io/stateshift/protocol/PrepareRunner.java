@@ -162,7 +162,9 @@ public final class PrepareRunner {
               + "was written.");
     }
     if (layout.rocksDb()) {
-      // the batches after the prepared one are replayed from RocksDB's changelog files
+      // the batches after the prepared one are replayed from RocksDB's changelog files: the
+      // prepared version's own changelog shows the query writes them (a repartition's batch is
+      // a snapshot of stateshift's, whose successors the query writes)
       long version = layout.lastCommitted() + 1;
       TailFiles logs = TailFiles.of(layout, version, version);
       for (StoreSpec spec : layout.stores()) {
@@ -173,6 +175,12 @@ public final class PrepareRunner {
                     + "/"
                     + (name != null ? name : version + PreparedManifest.tailSuffix(true)));
         if (name == null || !files.exists(changelog)) {
+          long last = layout.lastCommitted();
+          if (RepartitionHistory.latest(files).map(j -> j.newBatch() == last).orElse(false)) {
+            // stateshift's repartition wrote that batch's state as a snapshot, with no changelog
+            // file; prepare reads the snapshot, and the batches after it are the query's own
+            continue;
+          }
           throw new StateShiftException(
               Reason.UNSUPPORTED_CHECKPOINT,
               "prepare on RocksDB needs changelog checkpointing: the batches committed after the "

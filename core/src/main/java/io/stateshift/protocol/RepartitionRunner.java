@@ -56,6 +56,10 @@ import org.slf4j.LoggerFactory;
  * docs/protocol.md.
  */
 public final class RepartitionRunner {
+  /** Whether a repartition ran in this JVM: the first pays for loading its code (cold start). */
+  private static final java.util.concurrent.atomic.AtomicBoolean EXECUTED =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   private static final Logger LOG = LoggerFactory.getLogger(RepartitionRunner.class);
   private final SparkSession spark;
   private final CheckpointFiles files;
@@ -240,6 +244,7 @@ public final class RepartitionRunner {
   @SuppressWarnings("try") // the lock is held for its try block, which never reads it
   private RepartitionResult executeCounted() {
     long started = System.currentTimeMillis();
+    EXECUTED.set(true);
     Map<String, Long> phases = new LinkedHashMap<>();
     Checkpoint checkpoint = Checkpoint.load(files);
     Optional<RepartitionJournal> pending = RepartitionJournal.read(files);
@@ -772,7 +777,7 @@ public final class RepartitionRunner {
             writeProvider.equals(StateLayout.ROCKSDB_PROVIDER),
             CostModel.Storage.of(files.root().toString()),
             layout.size().replayBytes());
-    return CostModel.standard().estimate(job, TaskSlots.of(spark));
+    return CostModel.standard().estimate(job, TaskSlots.of(spark), !EXECUTED.get());
   }
 
   /** Runs with the lock held: a query starting from now on sees the lock and is refused. */

@@ -3,6 +3,7 @@ package io.stateshift.report;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.stateshift.HistoryEntry;
 import io.stateshift.doctor.DoctorReport;
 import io.stateshift.doctor.Finding;
 import io.stateshift.monitor.ProgressHistory;
@@ -25,11 +26,20 @@ public final class HtmlReport {
 
   /** Writes the page; {@code history} may be null (then the time charts say so). */
   public static void write(DoctorReport report, ProgressHistory history, Path out) {
+    write(report, history, List.of(), out);
+  }
+
+  /**
+   * Writes the page, with the checkpoint's repartitions and migrations ({@code changes}, from
+   * {@code StateShift.history}) marked on its time axes.
+   */
+  public static void write(
+      DoctorReport report, ProgressHistory history, List<HistoryEntry> changes, Path out) {
     try {
       if (out.getParent() != null) {
         Files.createDirectories(out.getParent());
       }
-      Files.writeString(out, render(report, history), StandardCharsets.UTF_8);
+      Files.writeString(out, render(report, history, changes), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(
           "Cannot write the report to " + out + ": " + e.getMessage(), e);
@@ -37,6 +47,11 @@ public final class HtmlReport {
   }
 
   public static String render(DoctorReport report, ProgressHistory history) {
+    return render(report, history, List.of());
+  }
+
+  public static String render(
+      DoctorReport report, ProgressHistory history, List<HistoryEntry> changes) {
     ObjectNode data = JSON.createObjectNode();
     data.put("checkpoint", report.checkpoint());
     data.put("queryId", report.queryId());
@@ -61,7 +76,27 @@ public final class HtmlReport {
         n.put("inputRows", b.inputRows());
         ObjectNode state = n.putObject("stateRows");
         b.stateRows().forEach(state::put);
+        ObjectNode bytes = n.putObject("stateBytes");
+        // a store that reports neither size: no point rather than a false zero
+        b.stateBytes().forEach((op, v) -> bytes.put(op, v > 0 ? v : null));
+        if (b.watermarkDelayMs() >= 0) {
+          n.put("watermarkLagMs", b.watermarkDelayMs());
+        } else {
+          n.putNull("watermarkLagMs");
+        }
       }
+    }
+    ArrayNode marks = data.putArray("changes");
+    for (HistoryEntry h : changes) {
+      if (h.startedAt().isEmpty() || h.outcome() != HistoryEntry.Outcome.COMPLETED) {
+        continue;
+      }
+      ObjectNode m = marks.addObject();
+      m.put("t", h.startedAt().get().toEpochMilli());
+      m.put("kind", h.kind().name().toLowerCase(java.util.Locale.ROOT));
+      m.put("from", h.fromPartitions());
+      m.put("to", h.toPartitions());
+      m.put("batch", h.batch());
     }
     data.set("operators", JSON.valueToTree(operators));
     // Without a history, state over time comes from the retained state versions.
@@ -114,8 +149,10 @@ public final class HtmlReport {
       <div class="meta" id="meta"></div>
       <div class="grid">
         <div class="card"><h2>Batch duration vs trigger interval</h2><div id="duration"></div></div>
-        <div class="card"><h2>Input vs processing rate (rows/s)</h2><div id="rates"></div></div>
+        <div class="card"><h2>Input vs processing rate</h2><div id="rates"></div></div>
         <div class="card"><h2>State rows over time, per operator</h2><div id="state"></div></div>
+        <div class="card"><h2>State size over time, per operator (RocksDB's SST files, else memory)</h2><div id="bytes"></div></div>
+        <div class="card"><h2>Watermark lag (newest event time minus watermark)</h2><div id="lag"></div></div>
         <div class="card"><h2>Rows per state partition (skew)</h2><div id="skew"></div></div>
       </div>
       <div class="card" style="margin-top:16px"><h2>Doctor's findings</h2><div id="findings"></div></div>
@@ -130,10 +167,49 @@ public final class HtmlReport {
         if (parent) parent.appendChild(e);
         return e;
       }
-      function fmt(v) {
-        if (Math.abs(v) >= 1e6) return (v / 1e6).toFixed(1) + 'M';
-        if (Math.abs(v) >= 1e3) return (v / 1e3).toFixed(1) + 'k';
-        return (Math.round(v * 10) / 10).toString();
+      // numbers with a unit: 'ms' (shown in ms, s, min), 'bytes' (B, KB, MB, GB), else a suffix
+      function fmt(v, unit) {
+        const a = Math.abs(v);
+        const num = x => (Math.round(x * 10) / 10).toString();
+        if (unit === 'ms') {
+          if (a >= 120000) return num(v / 60000) + ' min';
+          if (a >= 1000) return num(v / 1000) + ' s';
+          return num(v) + ' ms';
+        }
+        if (unit === 'bytes') {
+          if (a >= 1024 * 1024 * 1024) return num(v / 1073741824) + ' GB';
+          if (a >= 1024 * 1024) return num(v / 1048576) + ' MB';
+          if (a >= 1024) return num(v / 1024) + ' KB';
+          return num(v) + ' B';
+        }
+        const suffix = unit ? ' ' + unit : '';
+        if (a >= 1e6) return num(v / 1e6) + 'M' + suffix;
+        if (a >= 1e3) return num(v / 1e3) + 'k' + suffix;
+        return num(v) + suffix;
+      }
+      // a round step (1, 2 or 5 times a power of ten; powers of 1024 for bytes) near span/n
+      function niceStep(span, n, unit) {
+        if (span <= 0) return 1;
+        const raw = span / n;
+        if (unit === 'ms') {
+          for (const m of [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 15000, 30000,
+              60000, 120000, 300000, 600000, 900000, 1800000, 3600000, 7200000, 21600000, 86400000]) {
+            if (m >= raw) return m;
+          }
+        }
+        if (unit === 'bytes' && raw >= 1024) {
+          const p = Math.pow(1024, Math.floor(Math.log(raw) / Math.log(1024)));
+          for (const m of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]) if (m * p >= raw) return m * p;
+        }
+        const p = Math.pow(10, Math.floor(Math.log10(raw)));
+        for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+        return 10 * p;
+      }
+      const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
+        21600, 43200, 86400].map(x => x * 1000);
+      function clock(t, step) {
+        const iso = new Date(t).toISOString();
+        return step >= 60000 ? iso.substring(11, 16) : iso.substring(11, 19);
       }
       function empty(id, text) {
         const d = document.getElementById(id);
@@ -141,31 +217,50 @@ public final class HtmlReport {
         const p = document.createElement('div');
         p.className = 'empty'; p.textContent = text; d.appendChild(p);
       }
-      // series: [{name, values:[number|null], dashed, points}] over xs (batch ids)
-      function lineChart(id, xs, series, xLabel) {
-        const W = 520, H = 260, L = 56, R = 12, T = 12, B = 40;
+      // series: [{name, values:[number|null], dashed, points}] over xs; opts: {time, unit, xLabel,
+      // marks: [{t, label}]} (time: xs are epoch ms, drawn on a wall-clock axis in UTC)
+      function lineChart(id, xs, series, opts) {
+        const W = 520, H = 260, L = 64, R = 14, T = 18, B = 40;
+        const unit = opts.unit;
         const host = document.getElementById(id);
         host.innerHTML = '';
         const svg = el('svg', {width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'class': 'chart'}, host);
         let max = 0;
         series.forEach(s => s.values.forEach(v => { if (v !== null && v > max) max = v; }));
-        if (max === 0) max = 1;
-        const xMin = Math.min(...xs), xMax = Math.max(...xs);
-        const x = v => L + (xMax === xMin ? (W - L - R) / 2 : (v - xMin) / (xMax - xMin) * (W - L - R));
-        const y = v => H - B - v / max * (H - T - B);
+        const yStep = niceStep(max > 0 ? max : 1, 4, unit);
+        const yMax = Math.max(yStep, Math.ceil((max > 0 ? max : 1) / yStep) * yStep);
+        const marks = (opts.marks || []);
+        let xMin = Math.min(...xs), xMax = Math.max(...xs);
+        if (opts.time) marks.forEach(m => { xMin = Math.min(xMin, m.t); xMax = Math.max(xMax, m.t); });
+        if (xMax === xMin) { xMin -= opts.time ? 1000 : 1; xMax += opts.time ? 1000 : 1; }
+        const x = v => L + (v - xMin) / (xMax - xMin) * (W - L - R);
+        const y = v => H - B - v / yMax * (H - T - B);
         el('line', {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#c4cad4'}, svg);
         el('line', {x1: L, y1: T, x2: L, y2: H - B, stroke: '#c4cad4'}, svg);
-        for (let i = 0; i <= 4; i++) {
-          const v = max * i / 4;
-          el('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, svg, fmt(v));
-          if (i > 0) el('line', {x1: L, y1: y(v), x2: W - R, y2: y(v), stroke: '#eef0f4'}, svg);
+        for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
+          el('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'class': 'ytick'}, svg, fmt(v, unit));
+          if (v > 0) el('line', {x1: L, y1: y(v), x2: W - R, y2: y(v), stroke: '#eef0f4'}, svg);
         }
-        const ticks = Math.min(xs.length, 8);
-        for (let i = 0; i < ticks; i++) {
-          const v = xs[Math.round(i * (xs.length - 1) / Math.max(1, ticks - 1))];
-          el('text', {x: x(v), y: H - B + 16, 'text-anchor': 'middle'}, svg, v);
+        if (opts.time) {
+          let step = TIME_STEPS.find(s => (xMax - xMin) / s <= 6) || 86400000;
+          for (let t = Math.ceil(xMin / step) * step; t <= xMax; t += step) {
+            el('text', {x: x(t), y: H - B + 16, 'text-anchor': 'middle', 'class': 'xtick'}, svg, clock(t, step));
+          }
+        } else {
+          const xStep = Math.max(1, niceStep(xMax - xMin, 6));
+          for (let v = Math.ceil(xMin / xStep) * xStep; v <= xMax; v += xStep) {
+            el('text', {x: x(v), y: H - B + 16, 'text-anchor': 'middle', 'class': 'xtick'}, svg, v);
+          }
         }
-        el('text', {x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle'}, svg, xLabel);
+        el('text', {x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle'}, svg, opts.xLabel);
+        marks.forEach(m => {
+          const mx = x(m.t);
+          const g = el('g', {'class': 'change'}, svg);
+          el('line', {x1: mx, y1: T, x2: mx, y2: H - B, stroke: '#a05195', 'stroke-width': 1.5,
+            'stroke-dasharray': '3 3'}, g);
+          el('text', {x: mx + 3, y: T - 4, 'text-anchor': 'start', style: 'fill:#a05195'}, g, m.label);
+          el('title', {}, g, m.title);
+        });
         let plotted = 0;
         series.forEach((s, si) => {
           const color = s.color || COLORS[si % COLORS.length];
@@ -180,16 +275,19 @@ public final class HtmlReport {
             pts.forEach(p => {
               const c = el('circle', {cx: p[0], cy: p[1], r: 3, fill: color, 'class': 'pt',
                 'data-series': s.name}, svg);
-              el('title', {}, c, s.name + ' at batch ' + p[2] + ': ' + fmt(p[3]));
+              el('title', {}, c, s.name + ' at ' + (opts.time ? new Date(p[2]).toISOString()
+                : 'batch ' + p[2]) + ': ' + fmt(p[3], unit));
               plotted++;
             });
           }
         });
         svg.setAttribute('data-points', plotted);
+        svg.setAttribute('data-marks', marks.length);
         const legend = document.createElement('div');
         legend.className = 'legend';
         legend.innerHTML = series.map((s, si) => '<span style="color:' + (s.color || COLORS[si % COLORS.length])
-          + '">&#9632;</span> ' + s.name.replace(/</g, '&lt;')).join(' &nbsp; ');
+          + '">&#9632;</span> ' + s.name.replace(/</g, '&lt;')).join(' &nbsp; ')
+          + (marks.length ? ' &nbsp; <span style="color:#a05195">&#9474;</span> repartition or migration' : '');
         host.appendChild(legend);
       }
       function barChart(id, stores) {
@@ -205,7 +303,7 @@ public final class HtmlReport {
         const y = v => H - B - v / max * (H - T - B);
         el('line', {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#c4cad4'}, svg);
         for (let i = 0; i <= 4; i++) {
-          el('text', {x: L - 6, y: y(max * i / 4) + 4, 'text-anchor': 'end'}, svg, fmt(max * i / 4));
+          el('text', {x: L - 6, y: y(max * i / 4) + 4, 'text-anchor': 'end'}, svg, fmt(max * i / 4, 'rows'));
         }
         let bars = 0;
         stores.forEach((s, si) => {
@@ -261,29 +359,49 @@ public final class HtmlReport {
           + DATA.partitions + ' partitions (recommended ' + DATA.recommendedPartitions + ' for '
           + DATA.cores + ' cores) \\u00b7 generated ' + DATA.generatedAt;
         const b = DATA.batches;
+        const marks = DATA.changes.map(c => ({t: c.t, label: c.from + '\u2192' + c.to,
+          title: c.kind + ' ' + c.from + ' \u2192 ' + c.to + ' partitions (batch ' + c.batch + ') at '
+            + new Date(c.t).toISOString()}));
+        const time = {time: true, xLabel: 'time (UTC)', marks: marks};
         if (b.length) {
-          const xs = b.map(r => r.batchId);
+          const xs = b.map(r => r.t);
           lineChart('duration', xs, [
-            {name: 'batch duration (ms)', values: b.map(r => r.durationMs)},
-            {name: 'trigger interval (ms)', values: b.map(r => r.triggerMs > 0 ? r.triggerMs : null),
-              dashed: true, points: false, color: '#e4572e'}], 'batch');
+            {name: 'batch duration', values: b.map(r => r.durationMs)},
+            {name: 'trigger interval', values: b.map(r => r.triggerMs > 0 ? r.triggerMs : null),
+              dashed: true, points: false, color: '#e4572e'}], Object.assign({unit: 'ms'}, time));
           lineChart('rates', xs, [
             {name: 'input rows/s', values: b.map(r => r.inputRate)},
-            {name: 'processed rows/s', values: b.map(r => r.processingRate)}], 'batch');
+            {name: 'processed rows/s', values: b.map(r => r.processingRate)}],
+            Object.assign({unit: 'rows/s'}, time));
+          const ops = DATA.operators.length ? DATA.operators : [];
+          if (ops.length) {
+            lineChart('state', xs, ops.map(op => ({name: 'operator ' + op,
+              values: b.map(r => r.stateRows[op] === undefined ? null : r.stateRows[op])})),
+              Object.assign({unit: 'rows'}, time));
+            lineChart('bytes', xs, ops.map(op => ({name: 'operator ' + op,
+              values: b.map(r => !r.stateBytes || r.stateBytes[op] == null ? null : r.stateBytes[op])})),
+              Object.assign({unit: 'bytes'}, time));
+          } else {
+            empty('state', 'The query keeps no state.');
+            empty('bytes', 'The query keeps no state.');
+          }
+          if (b.some(r => r.watermarkLagMs !== null)) {
+            lineChart('lag', xs, [{name: 'watermark lag', values: b.map(r => r.watermarkLagMs)}],
+              Object.assign({unit: 'ms'}, time));
+          } else {
+            empty('lag', 'The query sets no watermark (withWatermark), so there is no lag to show.');
+          }
         } else {
-          empty('duration', 'No progress history given (--history).');
-          empty('rates', 'No progress history given (--history).');
-        }
-        if (b.length && DATA.operators.length) {
-          lineChart('state', b.map(r => r.batchId), DATA.operators.map(op => ({name: 'operator ' + op,
-            values: b.map(r => r.stateRows[op] === undefined ? null : r.stateRows[op])})), 'batch');
-        } else if (DATA.growth.length) {
-          const xs = [...new Set(DATA.growth.flatMap(g => g.batches))].sort((p, q) => p - q);
-          lineChart('state', xs, DATA.growth.map(g => ({name: 'operator ' + g.operatorId + ':' + g.operatorName,
-            values: xs.map(x => { const i = g.batches.indexOf(x); return i < 0 ? null : g.rows[i]; })})),
-            'batch (from retained state versions)');
-        } else {
-          empty('state', 'No state.');
+          const none = 'No progress history given (--history: a folder StreamMonitor writes).';
+          ['duration', 'rates', 'bytes', 'lag'].forEach(id => empty(id, none));
+          if (DATA.growth.length) {
+            const xs = [...new Set(DATA.growth.flatMap(g => g.batches))].sort((p, q) => p - q);
+            lineChart('state', xs, DATA.growth.map(g => ({name: 'operator ' + g.operatorId + ':' + g.operatorName,
+              values: xs.map(x => { const i = g.batches.indexOf(x); return i < 0 ? null : g.rows[i]; })})),
+              {unit: 'rows', xLabel: 'batch (from retained state versions)'});
+          } else {
+            empty('state', 'No state.');
+          }
         }
         barChart('skew', DATA.stores);
         findings(DATA.findings);

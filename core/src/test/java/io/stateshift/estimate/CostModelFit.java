@@ -226,7 +226,10 @@ public final class CostModelFit {
             + "# (--fs hdfs); without such runs bench/fit keeps them as they stand.\n"
             + "# Not fitted, kept by bench/fit as they stand here: requestsPerFile.*, from\n"
             + "# S3RequestCostTest's runs on the loopback S3 server (docs/object-stores-and-\n"
-            + "# clusters.md, \"Requests on S3\"): requests / state files, over three runs.\n");
+            + "# clusters.md, \"Requests on S3\"): requests / state files, over three runs.\n"
+            + "# seconds.coldStart: not fitted (the benchmark's runs are warm); what the first\n"
+            + "# repartition in a new process took beyond the model, on the demo's checkpoint\n"
+            + "# (docs/performance.md).\n");
     out.append("fittedOn=").append(model.fittedOn()).append('\n');
     model
         .coefficients()

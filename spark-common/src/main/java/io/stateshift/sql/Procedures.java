@@ -88,6 +88,7 @@ final class Procedures {
             "partitions is null: pass the partition count to end with, for example "
                 + "partitions => 16.");
       }
+      checkPartitions(partitions);
       var action =
           StateShift.get(spark)
               .repartitionState(checkpoint)
@@ -160,6 +161,7 @@ final class Procedures {
       }
       Integer partitions = args.integer(2);
       if (partitions != null) {
+        checkPartitions(partitions);
         action.toPartitions(partitions);
       }
       if (args.flag(4)) {
@@ -177,6 +179,27 @@ final class Procedures {
               },
           plan -> new Object[] {MigrateState.sessionNotes(plan).toArray(String[]::new)});
     }
+  }
+
+  /** A partition count argument, checked under its SQL name (not the Java API's). */
+  private static void checkPartitions(int partitions) {
+    if (partitions < 1) {
+      throw new StateShiftException(
+          StateShiftException.Reason.INVALID_PARTITION_COUNT,
+          "partitions => "
+              + partitions
+              + ": the partition count must be at least 1, for example partitions => 16.");
+    }
+  }
+
+  /** A count the record does not hold (negative) as NULL. */
+  private static Long known(long value) {
+    return value < 0 ? null : value;
+  }
+
+  /** A text the record does not hold (empty) as NULL. */
+  private static String known(String value) {
+    return value == null || value.isEmpty() ? null : value;
   }
 
   /**
@@ -204,7 +227,11 @@ final class Procedures {
             .add("rows_written", LONG)
             .add("bytes_written", LONG)
             .add("duration_ms", LONG)
-            .add("interrupted_attempt", STRING);
+            .add("interrupted_attempt", STRING)
+            .add("state_bytes", LONG)
+            .add("state_files", LONG)
+            .add("estimated_seconds", DataTypes.DoubleType)
+            .add("estimate_task_slots", INT);
     for (var field : last.fields()) {
       schema = schema.add(field);
     }
@@ -283,6 +310,10 @@ final class Procedures {
     row.add(plan.toPartitions());
     row.addAll(Arrays.asList(counts));
     row.add(plan.interruptedAttempt().orElse(null));
+    row.add(plan.stateFiles() > 0 ? plan.stateBytes() : null);
+    row.add(plan.stateFiles() > 0 ? plan.stateFiles() : null);
+    row.add(plan.estimate().map(e -> e.seconds()).orElse(null));
+    row.add(plan.estimate().map(e -> e.slots().count()).orElse(null));
     row.addAll(Arrays.asList(last.apply(plan)));
     return row.toArray();
   }
@@ -435,13 +466,13 @@ final class Procedures {
   }
 
   /**
-   * {@code doctor(checkpoint, cores, history)}: one row per finding, most severe first, each with
-   * the checkpoint's summary. An ERROR finding is a row, not an error.
+   * {@code doctor_state(checkpoint, cores, history, file_sink)}: one row per finding, most severe
+   * first, each with the checkpoint's summary. An ERROR finding is a row, not an error.
    */
   static final class DoctorProcedure extends StateShiftProcedure {
     DoctorProcedure() {
       super(
-          "doctor",
+          "doctor_state",
           "Checks a checkpoint against the production checklist, read-only: one row per finding "
               + "(severity, code, title, evidence, fix).",
           new StructType()
@@ -451,6 +482,7 @@ final class Procedures {
               .add("partitions", INT, false)
               .add("recommended_partitions", INT, false)
               .add("cores", INT, false)
+              .add("cores_source", STRING)
               .add("severity", STRING)
               .add("code", STRING)
               .add("title", STRING)
@@ -461,19 +493,35 @@ final class Procedures {
               "cores",
               INT,
               "NULL",
-              "the cores the query runs on (default: the session's default parallelism)"),
+              "the cores the query runs on (default: spark.cores.max, else the executors' "
+                  + "settings, else the session's master)"),
           optional(
               "history",
               STRING,
               "NULL",
-              "a progress history written by the monitor (a file or a folder of .jsonl files)"));
+              "a progress history written by the monitor (a file or a folder of .jsonl files)"),
+          optional(
+              "file_sink",
+              STRING,
+              "NULL",
+              "the output folder of the query's file sink, whose log is checked (the sink on "
+                  + "record is checked without it)"));
     }
 
     @Override
     List<Object[]> run(SparkSession spark, Arguments args) {
-      Doctor doctor = StateShift.get(spark).doctor(args.required(0)).history(args.string(2));
+      Doctor doctor =
+          StateShift.get(spark)
+              .doctor(args.required(0))
+              .history(args.string(2))
+              .fileSink(args.string(3));
       if (args.integer(1) != null) {
-        doctor.cores(args.integer(1));
+        if (args.integer(1) < 1) {
+          throw new StateShiftException(
+              StateShiftException.Reason.INVALID_ARGUMENT,
+              "cores => " + args.integer(1) + ": the core count must be at least 1.");
+        }
+        doctor.cores(args.integer(1), "cores => " + args.integer(1));
       }
       DoctorReport r = doctor.run();
       List<Finding> findings = new ArrayList<>(r.findings());
@@ -488,6 +536,7 @@ final class Procedures {
               r.partitions(),
               r.recommendedPartitions(),
               r.cores(),
+              r.coresSource(),
               f.severity().name(),
               f.code(),
               f.title(),
@@ -504,6 +553,7 @@ final class Procedures {
               r.partitions(),
               r.recommendedPartitions(),
               r.cores(),
+              r.coresSource(),
               null,
               null,
               null,
@@ -516,26 +566,27 @@ final class Procedures {
   }
 
   /**
-   * {@code state_history(checkpoint)}: one row per repartition and rollback stateshift recorded for
-   * the checkpoint, oldest first (the rows of {@code stateshift history}).
+   * {@code history_state(checkpoint)}: one row per repartition and rollback stateshift recorded for
+   * the checkpoint, oldest first (the rows of {@code stateshift history}); what a record does not
+   * hold is NULL.
    */
   static final class StateHistory extends StateShiftProcedure {
     StateHistory() {
       super(
-          "state_history",
+          "history_state",
           "Every repartition and rollback of the checkpoint: when, from -> to, rows and bytes "
               + "moved, duration, write path, application and user, outcome.",
           new StructType()
               .add("checkpoint", STRING, false)
               .add("kind", STRING, false)
               .add("outcome", STRING, false)
-              .add("batch", LONG, false)
+              .add("batch", LONG)
               .add("started_at", DataTypes.TimestampType)
-              .add("duration_ms", LONG, false)
+              .add("duration_ms", LONG)
               .add("from_partitions", INT, false)
               .add("to_partitions", INT, false)
-              .add("rows_moved", LONG, false)
-              .add("bytes_moved", LONG, false)
+              .add("rows_moved", LONG)
+              .add("bytes_moved", LONG)
               .add("path", STRING)
               .add("application", STRING)
               .add("user", STRING)
@@ -561,21 +612,195 @@ final class Procedures {
                     qualified,
                     h.kind().name().toLowerCase(java.util.Locale.ROOT),
                     h.outcome().name().toLowerCase(java.util.Locale.ROOT),
-                    h.batch(),
+                    known(h.batch()),
                     h.startedAt().map(t -> t.toEpochMilli() * 1000L).orElse(null),
-                    h.durationMs(),
+                    known(h.durationMs()),
                     h.fromPartitions(),
                     h.toPartitions(),
-                    h.rowsMoved(),
-                    h.bytesMoved(),
-                    h.path(),
-                    h.application(),
-                    h.user(),
+                    known(h.rowsMoved()),
+                    known(h.bytesMoved()),
+                    known(h.path()),
+                    known(h.application()),
+                    known(h.user()),
                     h.rolledBack(),
                     h.message().orElse(null),
-                    h.attemptId()
+                    known(h.attemptId())
                   })
           .toList();
+    }
+  }
+
+  /**
+   * {@code prepare_state(checkpoint, partitions, cancel)}: one row, the layout prepared (or the
+   * layouts removed), as {@code stateshift prepare}; the query may keep running.
+   */
+  static final class PrepareStateProcedure extends StateShiftProcedure {
+    PrepareStateProcedure() {
+      super(
+          "prepare_state",
+          "While the query runs, writes the state of its last committed batch in `partitions` "
+              + "partitions under _stateshift/prepared/, so the repartition at the restart only "
+              + "replays the batches since (cancel => true removes it). One row.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("query_id", STRING)
+              .add("prepared_batch", LONG)
+              .add("from_partitions", INT)
+              .add("to_partitions", INT)
+              .add("rows", LONG)
+              .add("bytes", LONG)
+              .add("removed_layouts", INT, false)
+              .add("duration_ms", LONG, false),
+          CHECKPOINT,
+          optional(
+              "partitions",
+              INT,
+              "NULL",
+              "the partition count the restart will ask for (needed unless cancel => true)"),
+          optional("cancel", BOOLEAN, "false", "remove the prepared layout instead"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      String checkpoint = args.required(0);
+      var action =
+          StateShift.get(spark)
+              .prepareState(checkpoint)
+              .onProgress(message -> LOG.info("prepare_state {}: {}", checkpoint, message));
+      Integer partitions = args.integer(1);
+      io.stateshift.PrepareResult result;
+      if (args.flag(2)) {
+        if (partitions != null) {
+          throw new StateShiftException(
+              StateShiftException.Reason.INVALID_ARGUMENT,
+              "give partitions => n or cancel => true, not both.");
+        }
+        result = action.cancel();
+      } else {
+        if (partitions == null) {
+          throw new StateShiftException(
+              StateShiftException.Reason.INVALID_PARTITION_COUNT,
+              "partitions is null: pass the partition count the restart will ask for, for "
+                  + "example partitions => 16, or cancel => true.");
+        }
+        checkPartitions(partitions);
+        result = action.toPartitions(partitions).execute();
+      }
+      var p = result.prepared();
+      return List.<Object[]>of(
+          new Object[] {
+            result.checkpoint(),
+            p.map(x -> x.queryId()).orElse(null),
+            p.map(x -> x.preparedBatch()).orElse(null),
+            p.map(x -> x.fromPartitions()).orElse(null),
+            p.map(x -> x.toPartitions()).orElse(null),
+            p.map(x -> x.rows()).orElse(null),
+            p.map(x -> x.bytes()).orElse(null),
+            result.removed(),
+            result.totalMillis()
+          });
+    }
+  }
+
+  /**
+   * {@code repair_sink_log(checkpoint, file_sink)}: one row per batch filled or left, as {@code
+   * stateshift repair-sink-log}; none when the log lacks nothing.
+   */
+  static final class RepairSinkLog extends StateShiftProcedure {
+    RepairSinkLog() {
+      super(
+          "repair_sink_log",
+          "Writes an empty entry into a file sink's log (<output>/_spark_metadata) for each "
+              + "repartition batch of the checkpoint it lacks. One row per batch: filled, or not "
+              + "(with why).",
+          new StructType()
+              .add("sink_log", STRING, false)
+              .add("batch", LONG)
+              .add("filled", BOOLEAN, false)
+              .add("problem", STRING),
+          CHECKPOINT,
+          required("file_sink", STRING, "the output folder of the query's file sink"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      io.stateshift.SinkLogRepair repair =
+          StateShift.get(spark).repairSinkLog(args.required(0), args.required(1));
+      List<Object[]> rows = new ArrayList<>();
+      for (Long batch : repair.filled()) {
+        rows.add(new Object[] {repair.sinkLog(), batch, true, null});
+      }
+      for (String problem : repair.unfillable()) {
+        rows.add(new Object[] {repair.sinkLog(), null, false, problem});
+      }
+      return rows;
+    }
+  }
+
+  /**
+   * {@code report_state(checkpoint, out, history, cores)}: writes the HTML report to {@code out}, a
+   * file on the driver, as {@code stateshift report}; one row.
+   */
+  static final class ReportState extends StateShiftProcedure {
+    ReportState() {
+      super(
+          "report_state",
+          "Writes a self-contained HTML page with charts and the doctor's findings to `out`, a "
+              + "file on the driver. One row.",
+          new StructType()
+              .add("checkpoint", STRING, false)
+              .add("out", STRING, false)
+              .add("history_batches", INT, false)
+              .add("findings", INT, false)
+              .add("worst", STRING, false),
+          CHECKPOINT,
+          required("out", STRING, "the page to write: a file path on the driver"),
+          optional(
+              "history",
+              STRING,
+              "NULL",
+              "a progress history written by the monitor (a file or a folder of .jsonl files)"),
+          optional("cores", INT, "NULL", "the cores the query runs on"));
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      java.nio.file.Path file = java.nio.file.Path.of(args.required(1)).toAbsolutePath();
+      if (java.nio.file.Files.isDirectory(file)) {
+        throw new StateShiftException(
+            StateShiftException.Reason.INVALID_ARGUMENT,
+            "out => '"
+                + args.required(1)
+                + "' is a folder; name the page to write, for example out => '"
+                + file.resolve("report.html")
+                + "'.");
+      }
+      Doctor doctor = StateShift.get(spark).doctor(args.required(0)).history(args.string(2));
+      if (args.integer(3) != null) {
+        if (args.integer(3) < 1) {
+          throw new StateShiftException(
+              StateShiftException.Reason.INVALID_ARGUMENT,
+              "cores => " + args.integer(3) + ": the core count must be at least 1.");
+        }
+        doctor.cores(args.integer(3), "cores => " + args.integer(3));
+      }
+      DoctorReport report = doctor.run();
+      io.stateshift.monitor.ProgressHistory history =
+          args.string(2) == null
+              ? null
+              : io.stateshift.monitor.ProgressHistory.read(
+                      args.string(2), io.stateshift.checkpoint.SessionSettings.hadoopConf(spark))
+                  .ofQuery(report.queryId());
+      io.stateshift.report.HtmlReport.write(
+          report, history, StateShift.get(spark).history(args.required(0)), file);
+      return List.<Object[]>of(
+          new Object[] {
+            report.checkpoint(),
+            file.toString(),
+            history == null ? 0 : history.batches().size(),
+            report.findings().size(),
+            report.worst().name()
+          });
     }
   }
 

@@ -26,20 +26,28 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public final class StateShiftCatalog implements ProcedureCatalog {
   static final String NAMESPACE = "system";
 
+  /** The procedures, named verb_state (the sink log's repair: repair_sink_log). */
   private static final Map<String, Supplier<UnboundProcedure>> PROCEDURES =
       Map.ofEntries(
           Map.entry("repartition_state", Procedures.RepartitionState::new),
           Map.entry("migrate_state", Procedures.MigrateStateProcedure::new),
+          Map.entry("prepare_state", Procedures.PrepareStateProcedure::new),
           Map.entry("inspect_state", Procedures.InspectState::new),
           Map.entry("verify_state", Procedures.VerifyState::new),
           Map.entry("rollback_state", Procedures.RollbackState::new),
-          Map.entry("doctor", Procedures.DoctorProcedure::new),
-          Map.entry("state_history", Procedures.StateHistory::new),
+          Map.entry("doctor_state", Procedures.DoctorProcedure::new),
+          Map.entry("history_state", Procedures.StateHistory::new),
+          Map.entry("report_state", Procedures.ReportState::new),
+          Map.entry("repair_sink_log", Procedures.RepairSinkLog::new),
           Map.entry("inventory_state", Procedures.InventoryState::new),
           Map.entry("read_state", StateDataProcedures.ReadStateProcedure::new),
           Map.entry("erase_state", StateDataProcedures.EraseState::new),
           Map.entry("upsert_state", StateDataProcedures.UpsertState::new),
           Map.entry("evolve_state", StateDataProcedures.EvolveStateProcedure::new));
+
+  /** Other names the procedures answer to, not listed. */
+  private static final Map<String, String> ALIASES =
+      Map.of("doctor", "doctor_state", "state_history", "history_state");
 
   private String name = "stateshift";
 
@@ -62,7 +70,9 @@ public final class StateShiftCatalog implements ProcedureCatalog {
   public UnboundProcedure loadProcedure(Identifier ident) {
     Supplier<UnboundProcedure> procedure =
         inSystemNamespace(ident.namespace())
-            ? PROCEDURES.get(ident.name().toLowerCase(Locale.ROOT))
+            ? PROCEDURES.get(
+                ALIASES.getOrDefault(
+                    ident.name().toLowerCase(Locale.ROOT), ident.name().toLowerCase(Locale.ROOT)))
             : null;
     if (procedure == null) {
       // An AnalysisException reaches the user as it is (Spark wraps any other exception in

@@ -191,7 +191,7 @@ class StateShiftCliTest {
     Run demoHelp = cli("demo", "--help");
     assertThat(demoHelp.out())
         .contains("--events <n>")
-        .contains("(default: 200000)")
+        .contains("(default: 60000")
         .contains("--dir <path>")
         .contains("a new temporary folder per run");
     assertThat(cli("help", "repartiton").err()).contains("did you mean repartition?");
@@ -294,6 +294,8 @@ class StateShiftCliTest {
     assertThat(result.get("plan").get("toPartitions").asInt()).isEqualTo(6);
     assertThat(result.get("result").get("rowsMoved").asLong()).isPositive();
     assertThat(result.get("result").get("stores").size()).isPositive();
+    // what does not apply is null, not -1: no prepared layout was used
+    assertThat(result.get("result").get("path").get("preparedBatch").isNull()).isTrue();
 
     JsonNode inspected = cli("inspect", "--checkpoint", cp, "--json").json();
     assertThat(inspected.get("schema").asText()).isEqualTo("stateshift/v1");
@@ -342,6 +344,8 @@ class StateShiftCliTest {
 
     Run history = cli("history", "--checkpoint", cp, "--json");
     assertThat(history.exit()).as(history.err()).isZero();
+    // qualified, as the other commands print it
+    assertThat(history.json().get("checkpoint").asText()).isEqualTo("file:" + cp);
     JsonNode entries = history.json().get("entries");
     assertThat(entries.size()).isEqualTo(2);
     JsonNode repartition = entries.get(0);
@@ -403,5 +407,190 @@ class StateShiftCliTest {
     // a given folder that does not exist yet is created
     assertThat(DeviceCountsDemo.workingFolder(tmp.resolve("fresh/demo").toString()))
         .isEmptyDirectory();
+  }
+
+  /**
+   * Bad input is refused with exit 2 and one line, before Spark starts, without a stack trace: an
+   * existing folder as the report's page, a master Spark does not know, prepare without a count, a
+   * misspelt or unknown option of classpath.
+   */
+  @Test
+  void badInputIsOneLineWithExitTwoBeforeSparkStarts() throws Exception {
+    Path folder = Files.createDirectories(tmp.resolve("reports"));
+    Path nowhere = tmp.resolve("nowhere");
+    Object[][] cases = {
+      {
+        new String[] {"report", "--checkpoint", nowhere.toString(), "--out", folder.toString()},
+        "is a folder; name the page to write"
+      },
+      {
+        new String[] {"inspect", "--checkpoint", nowhere.toString(), "--master", "foo"},
+        "--master takes a Spark master URL"
+      },
+      {
+        new String[] {"prepare", "--checkpoint", nowhere.toString()},
+        "prepare needs --partitions <n>"
+      },
+      {new String[] {"classpath", "--ful"}, "did you mean --full?"},
+      {new String[] {"classpath", "--bogus"}, "unknown option --bogus for classpath"},
+    };
+    for (Object[] c : cases) {
+      String[] args = (String[]) c[0];
+      Run run = cli(args);
+      String line = String.join(" ", args);
+      assertThat(run.exit()).as(line).isEqualTo(StateShiftCli.BAD_INPUT);
+      assertThat(run.err())
+          .as(line)
+          .startsWith("error: ")
+          .contains((String) c[1])
+          .doesNotContain("Exception")
+          .doesNotContain("\tat ");
+      // the message, then where the options are: nothing else
+      assertThat(run.err().lines().toList()).as(line).hasSize(2);
+      assertThat(run.err().lines().toList().get(1)).startsWith("see: stateshift help");
+    }
+    // classpath --json is honoured: the jar and the class path as JSON
+    Run classpath = cli("classpath", "--json");
+    assertThat(classpath.exit()).isZero();
+    assertThat(classpath.json().get("command").asText()).isEqualTo("classpath");
+    assertThat(classpath.json().get("jar").asText()).isNotBlank();
+    assertThat(classpath.json().get("classpath").size()).isPositive();
+    // help prepare names both stores it works on
+    assertThat(cli("help", "prepare").out())
+        .contains("HDFS-backed state store")
+        .contains("RocksDB with changelog")
+        .contains("changelogCheckpointing.enabled=true");
+
+    // In a fresh JVM, as a user runs it: refused before any Spark starts.
+    Path log = tmp.resolve("master.log");
+    long started = System.nanoTime();
+    int exit =
+        io.stateshift.testing.ChildJvm.runCli(
+            log,
+            java.util.List.of(),
+            "report",
+            "--checkpoint",
+            nowhere.toString(),
+            "--out",
+            folder.toString(),
+            "--master",
+            "foo");
+    String output = Files.readString(log);
+    assertThat(exit).as(output).isEqualTo(StateShiftCli.BAD_INPUT);
+    assertThat(output)
+        .doesNotContain("SparkContext")
+        .doesNotContain("Exception")
+        .doesNotContain("Running Spark version");
+    assertThat((System.nanoTime() - started) / 1_000_000).as("ms").isLessThan(30_000);
+  }
+
+  /**
+   * Every change the command was not told the file sink of says what a file sink needs and the
+   * command that repairs it: in text, in --json, and in a dry run.
+   */
+  @Test
+  void everyChangeWithoutAFileSinkSaysWhatAFileSinkNeeds() throws Exception {
+    Path checkpoint = checkpoint(4);
+    String cp = checkpoint.toString();
+    Run dryRun = cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run");
+    assertThat(dryRun.exit()).as(dryRun.err()).isZero();
+    assertThat(dryRun.out())
+        .contains("_spark_metadata")
+        .contains("add --file-sink <output>")
+        .contains("stateshift repair-sink-log --checkpoint file:" + cp + " --file-sink <output>");
+    JsonNode dryJson =
+        cli("repartition", "--checkpoint", cp, "--partitions", "6", "--dry-run", "--json").json();
+    assertThat(dryJson.get("fileSinkNote").asText()).contains("repair-sink-log");
+    Run done =
+        cli("repartition", "--checkpoint", cp, "--partitions", "6", "--assume-stopped", "--json");
+    assertThat(done.exit()).as(done.err()).isZero();
+    assertThat(done.json().get("fileSinkNote").asText())
+        .contains("BATCH_METADATA_NOT_FOUND")
+        .contains("repair-sink-log");
+    Run text = cli("repartition", "--checkpoint", cp, "--partitions", "5", "--assume-stopped");
+    assertThat(text.exit()).as(text.err()).isZero();
+    assertThat(text.out()).contains("File sink: none given").contains("repair-sink-log");
+  }
+
+  /** inspect on a stateless query's checkpoint says it has no state, not what to repartition. */
+  @Test
+  void aStatelessCheckpointHasNoStateForStateshiftToChange() throws Exception {
+    StreamRun run = new StreamRun(spark, tmp.resolve("input"));
+    run.writeEvents(0, 50, 5);
+    Path checkpoint = tmp.resolve("stateless");
+    spark
+        .readStream()
+        .schema(StreamRun.EVENT_SCHEMA)
+        .json(tmp.resolve("input").toString())
+        .select("device")
+        .writeStream()
+        .format("parquet")
+        .option("checkpointLocation", checkpoint.toString())
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .start(tmp.resolve("out").toString())
+        .awaitTermination();
+    Run inspect = cli("inspect", "--checkpoint", checkpoint.toString());
+    assertThat(inspect.err())
+        .contains("has no state")
+        .contains("nothing for stateshift to change")
+        .doesNotContain("no state to repartition");
+  }
+
+  /**
+   * doctor says how many cores it assumed and where the figure came from, and never calls the count
+   * suitable while recommending another one.
+   */
+  @Test
+  void doctorSaysTheCoresItAssumedAndWhereTheyCameFrom() throws Exception {
+    Path checkpoint = checkpoint(4);
+    String cp = checkpoint.toString();
+    assertThat(cli("doctor", "--checkpoint", cp, "--master", "local[3]").out())
+        .contains("cores:        3, from --master local[3]");
+    // the cluster's settings (parsed only: this JVM's session keeps its own)
+    int[] cores = new int[1];
+    assertThat(
+            StateShiftCli.assumedCores(
+                (CommandLine.Invocation)
+                    CommandLine.parse(
+                        new String[] {
+                          "doctor", "--checkpoint", cp, "--conf", "spark.cores.max=12"
+                        }),
+                cores))
+        .isEqualTo("spark.cores.max in --conf");
+    assertThat(cores[0]).isEqualTo(12);
+    assertThat(
+            StateShiftCli.assumedCores(
+                (CommandLine.Invocation)
+                    CommandLine.parse(
+                        new String[] {
+                          "doctor",
+                          "--checkpoint",
+                          cp,
+                          "--master",
+                          "local[2]",
+                          "--conf",
+                          "spark.executor.instances=3",
+                          "--conf",
+                          "spark.executor.cores=4"
+                        }),
+                cores))
+        .isEqualTo("spark.executor.instances 3 x spark.executor.cores 4 in --conf");
+    assertThat(cores[0]).isEqualTo(12);
+    assertThat(cli("doctor", "--checkpoint", cp, "--cores", "5").out())
+        .contains("cores:        5, from --cores");
+    Run plain = cli("doctor", "--checkpoint", cp, "--json");
+    assertThat(plain.json().get("cores").asInt())
+        .isEqualTo(Runtime.getRuntime().availableProcessors());
+    assertThat(plain.json().get("coresSource").asText()).startsWith("this machine's cores");
+    for (int given : new int[] {1, 2, 4, 8}) {
+      JsonNode report =
+          cli("doctor", "--checkpoint", cp, "--cores", Integer.toString(given), "--json").json();
+      for (JsonNode f : report.get("findings")) {
+        if (f.get("title").asText().contains("suits")) {
+          assertThat(report.get("recommendedPartitions").asInt()).isEqualTo(4);
+          assertThat(f.get("fix").asText()).as("cores " + given).isEmpty();
+        }
+      }
+    }
   }
 }

@@ -48,6 +48,7 @@ public final class CheckpointDoctor {
   private final CheckpointFiles files;
   private final Checkpoint checkpoint;
   private final int cores;
+  private String coresSource = "given";
   private final DoctorSettings settings;
   private final List<Finding> findings = new ArrayList<>();
   private final List<DoctorReport.StorePartitions> storePartitions = new ArrayList<>();
@@ -76,7 +77,7 @@ public final class CheckpointDoctor {
       int cores,
       String historyLocation,
       DoctorSettings settings) {
-    return diagnose(spark, location, cores, historyLocation, settings, List.of());
+    return diagnose(spark, location, cores, "given", historyLocation, settings, List.of());
   }
 
   /** The same, with the output folders of the query's file sinks (the recorded one is added). */
@@ -84,12 +85,14 @@ public final class CheckpointDoctor {
       SparkSession spark,
       String location,
       int cores,
+      String coresSource,
       String historyLocation,
       DoctorSettings settings,
       List<String> fileSinks) {
     CheckpointFiles files = CheckpointFiles.at(location, SessionSettings.hadoopConf(spark));
     Checkpoint checkpoint = Checkpoint.load(files);
     CheckpointDoctor doctor = new CheckpointDoctor(spark, files, checkpoint, cores, settings);
+    doctor.coresSource = coresSource;
     Optional<ProgressHistory> history =
         Optional.ofNullable(historyLocation)
             .map(h -> ProgressHistory.read(h, files.conf()).ofQuery(checkpoint.queryId()));
@@ -106,6 +109,7 @@ public final class CheckpointDoctor {
         doctor.partitions,
         doctor.recommended,
         cores,
+        coresSource,
         List.copyOf(doctor.findings),
         List.copyOf(doctor.storePartitions),
         List.copyOf(doctor.growth),
@@ -514,12 +518,13 @@ public final class CheckpointDoctor {
     String measured =
         String.format(
             "%d partitions, %,d rows, %s of state (%s per partition), "
-                + "%d cores; target %s per partition",
+                + "%d cores (from %s); target %s per partition",
             partitions,
             totalRows,
             bytes(totalBytes),
             bytes(partitions == 0 ? 0 : totalBytes / partitions),
             cores,
+            coresSource,
             bytes(settings.targetPartitionBytes()));
     if (partitions < cores) {
       add(
@@ -546,13 +551,27 @@ public final class CheckpointDoctor {
           "State partitions are larger than the target",
           measured,
           how);
+    } else if (recommended == partitions) {
+      add(
+          Severity.INFO,
+          "PARTITIONS",
+          "Partition count suits the state and the " + cores + " cores assumed",
+          measured,
+          "");
     } else {
       add(
           Severity.INFO,
           "PARTITIONS",
-          "Partition count suits the state and cores",
+          "Partition count works; "
+              + recommended
+              + " would fit the state and the "
+              + cores
+              + " cores assumed in whole waves of tasks",
           measured + "; recommended " + recommended,
-          recommended == partitions ? "" : "Optional: " + how);
+          "Optional, if the query runs on "
+              + cores
+              + " cores (else give the doctor --cores): "
+              + how);
     }
     for (DoctorReport.StorePartitions store : storePartitions) {
       long rows = Arrays.stream(store.rows()).sum();

@@ -112,8 +112,9 @@ final class LayoutReader {
           Reason.STATELESS_QUERY,
           "Checkpoint "
               + files.root()
-              + " belongs to a stateless query (no state/ folder): "
-              + "there is no state to repartition. Change spark.sql.shuffle.partitions instead.");
+              + " belongs to a stateless query (no state/ folder): the checkpoint has no "
+              + "state, so there is nothing for stateshift to change. A stateless query takes "
+              + "spark.sql.shuffle.partitions anew at each start.");
     }
     OffsetLogEntry offsets = checkpoint.offsets(committed);
     checkpoint.commitText(committed);
