@@ -261,24 +261,14 @@ public final class RepartitionRunner {
             && pending.get().phase() != RepartitionJournal.Phase.STAGING
             && edit.options().equals(pending.get().edit())) {
           // the same edit, interrupted after its switch began and finished just now: done
-          progress.accept("The interrupted edit was finished; nothing more to delete.");
-          RepartitionPlan plan =
-              new RepartitionPlan(
-                  files.root().toString(),
-                  checkpoint.queryId(),
-                  "",
-                  pending.get().fromPartitions(),
-                  pending.get().toPartitions(),
-                  checkpoint.lastCommittedBatch(),
-                  checkpoint.lastCommittedBatch(),
-                  List.of(),
-                  recovered);
-          return new RepartitionResult(
-              plan,
-              List.of(),
+          progress.accept("The interrupted edit was finished; nothing more to do.");
+          return nothingMore(
+              checkpoint,
+              pending.get().fromPartitions(),
+              pending.get().toPartitions(),
+              recovered,
               phases,
-              checkpoint.lastCommittedBatch(),
-              System.currentTimeMillis() - started);
+              started);
         }
       }
       StateLayout layout;
@@ -289,23 +279,7 @@ public final class RepartitionRunner {
             && (e.reason() == Reason.SAME_PARTITION_COUNT
                 || (e.reason() == Reason.SAME_PROVIDER && reachedTarget(checkpoint)))) {
           progress.accept("The interrupted attempt already reached " + target + " partitions.");
-          RepartitionPlan plan =
-              new RepartitionPlan(
-                  files.root().toString(),
-                  checkpoint.queryId(),
-                  "",
-                  target,
-                  target,
-                  checkpoint.lastCommittedBatch(),
-                  checkpoint.lastCommittedBatch(),
-                  List.of(),
-                  recovered);
-          return new RepartitionResult(
-              plan,
-              List.of(),
-              phases,
-              checkpoint.lastCommittedBatch(),
-              System.currentTimeMillis() - started);
+          return nothingMore(checkpoint, target, target, recovered, phases, started);
         }
         throw e;
       }
@@ -338,6 +312,36 @@ public final class RepartitionRunner {
         throw failure;
       }
     }
+  }
+
+  /**
+   * The result of a run that finished an interrupted attempt which had already done what this run
+   * asks: no store moved, the batch the last committed one.
+   */
+  private RepartitionResult nothingMore(
+      Checkpoint checkpoint,
+      int from,
+      int to,
+      Optional<String> recovered,
+      Map<String, Long> phases,
+      long started) {
+    RepartitionPlan plan =
+        new RepartitionPlan(
+            files.root().toString(),
+            checkpoint.queryId(),
+            "",
+            from,
+            to,
+            checkpoint.lastCommittedBatch(),
+            checkpoint.lastCommittedBatch(),
+            List.of(),
+            recovered);
+    return new RepartitionResult(
+        plan,
+        List.of(),
+        phases,
+        checkpoint.lastCommittedBatch(),
+        System.currentTimeMillis() - started);
   }
 
   /** What this run does, for the lock's holder record and the job's description. */

@@ -30,16 +30,16 @@ final class Procedures {
 
   private Procedures() {}
 
-  private static final DataType STRING = DataTypes.StringType;
-  private static final DataType INT = DataTypes.IntegerType;
-  private static final DataType LONG = DataTypes.LongType;
-  private static final DataType BOOLEAN = DataTypes.BooleanType;
+  static final DataType STRING = DataTypes.StringType;
+  static final DataType INT = DataTypes.IntegerType;
+  static final DataType LONG = DataTypes.LongType;
+  static final DataType BOOLEAN = DataTypes.BooleanType;
 
-  private static ProcedureParameter required(String name, DataType type, String comment) {
+  static ProcedureParameter required(String name, DataType type, String comment) {
     return ProcedureParameter.in(name, type).comment(comment).build();
   }
 
-  private static ProcedureParameter optional(
+  static ProcedureParameter optional(
       String name, DataType type, String defaultSql, String comment) {
     return ProcedureParameter.in(name, type).defaultValue(defaultSql).comment(comment).build();
   }

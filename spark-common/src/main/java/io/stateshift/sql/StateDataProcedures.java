@@ -23,17 +23,17 @@ import org.apache.spark.sql.types.StructType;
 final class StateDataProcedures {
   private StateDataProcedures() {}
 
-  private static final DataType STRING = DataTypes.StringType;
-  private static final DataType INT = DataTypes.IntegerType;
-  private static final DataType BOOLEAN = DataTypes.BooleanType;
+  private static final DataType STRING = Procedures.STRING;
+  private static final DataType INT = Procedures.INT;
+  private static final DataType BOOLEAN = Procedures.BOOLEAN;
 
   private static ProcedureParameter required(String name, DataType type, String comment) {
-    return ProcedureParameter.in(name, type).comment(comment).build();
+    return Procedures.required(name, type, comment);
   }
 
   private static ProcedureParameter optional(
       String name, DataType type, String defaultValue, String comment) {
-    return ProcedureParameter.in(name, type).defaultValue(defaultValue).comment(comment).build();
+    return Procedures.optional(name, type, defaultValue, comment);
   }
 
   private static final ProcedureParameter CHECKPOINT =

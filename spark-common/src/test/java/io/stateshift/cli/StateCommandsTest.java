@@ -3,15 +3,11 @@ package io.stateshift.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import org.apache.spark.sql.Row;
@@ -22,27 +18,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** {@code state}, {@code export} and {@code edit} as a script meets them. */
 class StateCommandsTest {
-  private static final ObjectMapper JSON = new ObjectMapper();
   private final SparkSession spark = SparkTestSession.get(); // the CLI uses the program's session
 
   @TempDir Path tmp;
 
-  record Run(int exit, String out, String err) {
-    JsonNode json() throws Exception {
-      return JSON.readTree(out);
-    }
-  }
-
-  private static Run cli(String... args) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int exit =
-        new StateShiftCli(
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8))
-            .run(args);
-    return new Run(
-        exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+  /** Runs the command line in this JVM, as {@link StateShiftCliTest} does. */
+  private static StateShiftCliTest.Run cli(String... args) {
+    return StateShiftCliTest.cli(args);
   }
 
   /** A grouped count over 200 events of 20 devices, in 4 partitions, and a batch count to check. */
@@ -70,30 +52,32 @@ class StateCommandsTest {
     Path checkpoint = checkpoint(StateStores.ROCKSDB);
     String cp = checkpoint.toString();
 
-    Run shown = cli("state", "--checkpoint", cp, "--where", "key.device = 'device-7'", "--json");
+    StateShiftCliTest.Run shown =
+        cli("state", "--checkpoint", cp, "--where", "key.device = 'device-7'", "--json");
     assertThat(shown.exit()).as(shown.err()).isZero();
     JsonNode entries = shown.json().get("entries");
     assertThat(entries).hasSize(1);
     assertThat(entries.get(0).get("key").get("device").asText()).isEqualTo("device-7");
     assertThat(entries.get(0).get("value").get("count").asLong()).isEqualTo(batchCount("device-7"));
-    Run table = cli("state", "--checkpoint", cp, "--limit", "3");
+    StateShiftCliTest.Run table = cli("state", "--checkpoint", cp, "--limit", "3");
     assertThat(table.exit()).isZero();
     assertThat(table.out())
         .contains("partition_id", "key.device", "value.count", "first 3 entries");
 
     Path out = tmp.resolve("exported");
-    Run exported = cli("export", "--checkpoint", cp, "--out", out.toString(), "--json");
+    StateShiftCliTest.Run exported =
+        cli("export", "--checkpoint", cp, "--out", out.toString(), "--json");
     assertThat(exported.exit()).as(exported.err()).isZero();
     assertThat(exported.json().get("rows").asLong()).isEqualTo(20);
     long total =
         spark.read().parquet(out.toString()).selectExpr("sum(value.count)").first().getLong(0);
     assertThat(total).isEqualTo(200);
-    Run again = cli("export", "--checkpoint", cp, "--out", out.toString());
+    StateShiftCliTest.Run again = cli("export", "--checkpoint", cp, "--out", out.toString());
     assertThat(again.exit()).isEqualTo(2);
     assertThat(again.err()).contains("exists already");
 
     Map<String, String> before = CheckpointDigest.of(checkpoint);
-    Run dry =
+    StateShiftCliTest.Run dry =
         cli(
             "edit",
             "--checkpoint",
@@ -107,12 +91,13 @@ class StateCommandsTest {
     assertThat(dry.json().get("sampleKeys")).hasSize(2);
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
-    Run bad = cli("edit", "--checkpoint", cp, "--delete-where", "key.devise = 'x'");
+    StateShiftCliTest.Run bad =
+        cli("edit", "--checkpoint", cp, "--delete-where", "key.devise = 'x'");
     assertThat(bad.exit()).isEqualTo(2);
     assertThat(bad.err()).contains("key.device string").doesNotContain("\tat ");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
 
-    Run edited =
+    StateShiftCliTest.Run edited =
         cli(
             "edit",
             "--checkpoint",
@@ -123,32 +108,34 @@ class StateCommandsTest {
     assertThat(edited.exit()).as(edited.err()).isZero();
     assertThat(edited.json().get("entriesBefore").asLong()).isEqualTo(20);
     assertThat(edited.json().get("entriesAfter").asLong()).isEqualTo(18);
-    Run left = cli("state", "--checkpoint", cp, "--limit", "100", "--json");
+    StateShiftCliTest.Run left = cli("state", "--checkpoint", cp, "--limit", "100", "--json");
     assertThat(left.json().get("shown").asInt()).isEqualTo(18);
     assertThat(left.out()).doesNotContain("\"device-1\"", "\"device-2\"");
 
-    Run history = cli("history", "--checkpoint", cp);
+    StateShiftCliTest.Run history = cli("history", "--checkpoint", cp);
     assertThat(history.out())
         .contains("edit", "key.device IN ('device-1', 'device-2')", "20 -> 18 entries");
     assertThat(history.out()).doesNotContain("count\":");
 
     // rollback undoes the edit: the entries are back
-    Run rollback = cli("rollback", "--checkpoint", cp);
+    StateShiftCliTest.Run rollback = cli("rollback", "--checkpoint", cp);
     assertThat(rollback.exit()).as(rollback.err()).isZero();
-    Run back = cli("state", "--checkpoint", cp, "--limit", "100", "--json");
+    StateShiftCliTest.Run back = cli("state", "--checkpoint", cp, "--limit", "100", "--json");
     assertThat(back.json().get("shown").asInt()).isEqualTo(20);
   }
 
   @Test
   void statelessAndAmbiguousReadsAreRefusedWithTheFix() {
     Path checkpoint = checkpoint(StateStores.HDFS);
-    Run store = cli("state", "--checkpoint", checkpoint.toString(), "--store", "left");
+    StateShiftCliTest.Run store =
+        cli("state", "--checkpoint", checkpoint.toString(), "--store", "left");
     assertThat(store.exit()).isEqualTo(2);
     assertThat(store.err()).contains("no store 'left'", "[default]");
-    Run operator = cli("state", "--checkpoint", checkpoint.toString(), "--operator", "3");
+    StateShiftCliTest.Run operator =
+        cli("state", "--checkpoint", checkpoint.toString(), "--operator", "3");
     assertThat(operator.exit()).isEqualTo(2);
     assertThat(operator.err()).contains("no stateful operator 3");
-    Run missing = cli("state", "--checkpoint", tmp.resolve("nothing").toString());
+    StateShiftCliTest.Run missing = cli("state", "--checkpoint", tmp.resolve("nothing").toString());
     assertThat(missing.exit()).isEqualTo(2);
     Row any = spark.read().parquet(tmp.resolve("sink").toString()).first();
     assertThat(any).isNotNull();

@@ -38,7 +38,7 @@ class StateShiftCliTest {
     }
   }
 
-  private static Run cli(String... args) {
+  static Run cli(String... args) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     int exit =
