@@ -173,13 +173,12 @@ final class LayoutReader {
             checkpointIds,
             tolerateExtraFolders);
     SQLConf sqlConf =
-        ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf().clone();
+        org.apache.spark.sql.classic.SparkSession.class.cast(spark).sessionState().conf().clone();
     conf.forEach(sqlConf::setConfString);
     // Not in the offset log: the commit log tells the format, and the stores must use the same one.
     sqlConf.setConfString(
         StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
-    Map<String, String> settings =
-        Map.copyOf(scala.jdk.javaapi.CollectionConverters.asJava(sqlConf.getAllConfs()));
+    Map<String, String> settings = Map.copyOf(ScalaBridge.javaMap(sqlConf.getAllConfs()));
     // built from the SQL conf at hand: no second SQLConf filled from the settings' copy
     StateStoreConf storeConf =
         new StateStoreConf(sqlConf, scala.collection.immutable.Map$.MODULE$.empty());
