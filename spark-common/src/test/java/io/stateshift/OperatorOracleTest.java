@@ -383,6 +383,42 @@ class OperatorOracleTest {
         .containsExactlyElementsOf(oracle(query, JOIN_FORMAT, "2"));
   }
 
+  /**
+   * A join checkpoint as Spark 3.5 writes it, with no operator metadata (here: removed): the join
+   * is derived from its four store folders and their schemas, repartitioned, and the query
+   * continues to exactly the uninterrupted output.
+   */
+  @Test
+  void aJoinWithoutOperatorMetadataIsDerivedFromItsStoresAndRepartitioned() throws Exception {
+    OperatorQueries query = OperatorQueries.JOIN_INNER;
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(FIRST));
+    conf.put(JOIN_FORMAT, "2");
+    for (int i = 0; i < FIRST_PART_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    startOnNewCheckpoint(run, query, checkpoint, sink, conf);
+    Path operatorMetadata = checkpoint.resolve("state/0/_metadata");
+    if (Files.exists(operatorMetadata)) {
+      try (Stream<Path> files = Files.walk(operatorMetadata)) {
+        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
+
+    StateAssertions.repartition(spark, checkpoint, FIRST, UP);
+    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    run.writeFlush(ALL_EVENT_FILES);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), UP);
+    // Spark has written operator metadata by now, so its state source can check placement
+    assertEveryKeyInItsSparkPartition(checkpoint, lastCommitted(checkpoint), UP);
+    assertThat(run.sinkRows(sink, query))
+        .containsExactlyElementsOf(oracle(query, JOIN_FORMAT, "2"));
+  }
+
   /** An increase on one provider, a decrease on the other. */
   static Stream<Arguments> providersAndTargets() {
     return Stream.of(Arguments.of(StateStores.ROCKSDB, 7), Arguments.of(StateStores.HDFS, 2));
