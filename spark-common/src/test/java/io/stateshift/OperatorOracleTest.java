@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.spark.state.StateSources;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
@@ -584,10 +585,7 @@ class OperatorOracleTest {
    */
   private void assertEveryKeyInItsSparkPartition(Path checkpoint, long batchId, int partitions) {
     List<Row> stores =
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint.toString())
+        StateSources.metadata(spark, checkpoint.toString())
             .select("operatorId", "operatorName", "stateStoreName")
             .collectAsList();
     assertThat(stores).isNotEmpty();
@@ -610,10 +608,7 @@ class OperatorOracleTest {
   private long misplacedKeys(Path checkpoint, long batchId, int partitions) {
     long misplaced = 0;
     for (Row store :
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint.toString())
+        StateSources.metadata(spark, checkpoint.toString())
             .select("operatorId", "operatorName", "stateStoreName")
             .collectAsList()) {
       Dataset<Row> state = stateRows(checkpoint, batchId, store);
@@ -628,13 +623,8 @@ class OperatorOracleTest {
   }
 
   private Dataset<Row> stateRows(Path checkpoint, long batchId, Row store) {
-    return spark
-        .read()
-        .format("statestore")
-        .option("batchId", batchId)
-        .option("operatorId", store.getLong(0))
-        .option("storeName", store.getString(2))
-        .load(checkpoint.toString());
+    return StateSources.state(
+        spark, checkpoint.toString(), batchId, store.getLong(0), store.getString(2));
   }
 
   private static String partitionExpression(Dataset<Row> state, Row store, int partitions) {

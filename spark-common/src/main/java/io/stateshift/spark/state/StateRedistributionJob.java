@@ -8,6 +8,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.IOException;
 import java.io.Serializable;
@@ -1146,7 +1147,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       }
       throw e;
     }
-    StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    StateStoreIterator<UnsafeRowPair> rows = LineCalls.rows(store);
     timer.lap("load");
     TaskContext.get()
         .addTaskCompletionListener(
