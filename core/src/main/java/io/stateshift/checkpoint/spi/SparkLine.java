@@ -31,6 +31,14 @@ public interface SparkLine {
   String sparkLine();
 
   /**
+   * Whether this line's Spark has state checkpoint format v2 (versions named by unique ids, since
+   * Spark 4.0): a migration to it is refused where it has not.
+   */
+  default boolean checkpointFormatV2() {
+    return true;
+  }
+
+  /**
    * The session of this Spark line's own session class with {@code conf} (master and app name
    * included), the active or default one if there is one, as {@code SparkSession.builder()
    * .config(conf).getOrCreate()} returns it: on 4.x, without that builder's first step, which picks
