@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -32,6 +33,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * must load by those ids, commit the ids of the new versions, and continue with exactly the
  * uninterrupted output.
  */
+@Tag("checkpoint-v2") // state checkpoint format v2, which Spark 3.5 lacks
 class CheckpointFormatV2Test {
   static final String FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion";
   private static final Map<StatefulQueries, List<String>> ORACLES = new ConcurrentHashMap<>();

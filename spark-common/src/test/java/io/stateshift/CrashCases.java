@@ -122,7 +122,7 @@ final class CrashCases {
         .isFalse();
     // Operator metadata v1 survives every failure with the count the query runs with.
     assertThat(fs.exists(new org.apache.hadoop.fs.Path(checkpoint + "/state/0/_metadata/metadata")))
-        .isTrue();
+        .isEqualTo(io.stateshift.spark.state.StateSources.OPERATOR_METADATA);
     StateAssertions.assertMetadataReports(spark, checkpoint, expected);
 
     int next = expected == CrashSafetyTest.TO ? CrashSafetyTest.AGAIN : CrashSafetyTest.TO;

@@ -26,6 +26,7 @@ import java.util.TreeMap;
 import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -40,6 +41,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * the new versions' ids under v2 and none under v1; the partition folders hold only version files
  * of the new format.
  */
+@Tag("checkpoint-v2") // state checkpoint format v2, which Spark 3.5 lacks
 class MigrateFormatVersionTest {
   static final String FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion";
   private static final ObjectMapper JSON = new ObjectMapper();

@@ -99,6 +99,42 @@ class OldSparkCheckpointTest {
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
   }
 
+  /**
+   * A stream-stream join written by Spark 3.5, which writes no operator metadata for joins: derived
+   * from its four stores, repartitioned, and continued on 4.2 to the uninterrupted output.
+   */
+  @ParameterizedTest(name = "Spark 3.5.8 join on {0}: 3 -> {1} partitions, continued on 4.2")
+  @org.junit.jupiter.params.provider.CsvSource({"hdfs, 5", "rocksdb, 2"})
+  void spark35JoinIsDerivedRepartitionedAndContinued(String provider, int to) throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture("3.5.8", Query.JOIN.folder(provider), input);
+    Path checkpoint = fixture.resolve("checkpoint");
+    Path sink = fixture.resolve("sink");
+    assertThat(checkpoint.resolve("state/0/_metadata")).doesNotExist();
+    writeMoreInput(input);
+
+    RepartitionResult result =
+        StateShift.get(spark)
+            .repartitionState(checkpoint.toString())
+            .toPartitions(to)
+            .assumeStopped()
+            .execute();
+
+    assertThat(result.stores()).hasSize(4);
+    assertThat(result.stores())
+        .allSatisfy(s -> assertThat(s.rowsWritten()).isEqualTo(s.rowsRead()));
+    assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
+    StreamingQueryProgress[] progress =
+        OldSparkFixtures.runAvailable(spark, Query.JOIN, input, checkpoint, sink);
+    for (StreamingQueryProgress p : progress) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        assertThat(op.numStateStoreInstances()).isEqualTo(4L * to);
+      }
+    }
+    assertThat(OldSparkFixtures.sinkRows(spark, sink))
+        .containsExactlyElementsOf(oracle(Query.JOIN));
+  }
+
   /** Without a repartition, Spark 4.2 continues the old checkpoints too (the control case). */
   @Test
   void spark42ContinuesA35CheckpointUnchanged() throws Exception {

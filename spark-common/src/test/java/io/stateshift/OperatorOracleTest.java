@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.StateShiftException.Reason;
+import io.stateshift.spark.state.StateSources;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
@@ -383,6 +384,42 @@ class OperatorOracleTest {
         .containsExactlyElementsOf(oracle(query, JOIN_FORMAT, "2"));
   }
 
+  /**
+   * A join checkpoint as Spark 3.5 writes it, with no operator metadata (here: removed): the join
+   * is derived from its four store folders and their schemas, repartitioned, and the query
+   * continues to exactly the uninterrupted output.
+   */
+  @Test
+  void aJoinWithoutOperatorMetadataIsDerivedFromItsStoresAndRepartitioned() throws Exception {
+    OperatorQueries query = OperatorQueries.JOIN_INNER;
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    Map<String, String> conf = new HashMap<>(StateStores.ROCKSDB.withPartitions(FIRST));
+    conf.put(JOIN_FORMAT, "2");
+    for (int i = 0; i < FIRST_PART_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    startOnNewCheckpoint(run, query, checkpoint, sink, conf);
+    Path operatorMetadata = checkpoint.resolve("state/0/_metadata");
+    if (Files.exists(operatorMetadata)) {
+      try (Stream<Path> files = Files.walk(operatorMetadata)) {
+        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
+
+    StateAssertions.repartition(spark, checkpoint, FIRST, UP);
+    for (int i = FIRST_PART_FILES; i < ALL_EVENT_FILES; i++) {
+      run.writeEvents(i, JOIN_ROWS, JOIN_DEVICES);
+    }
+    run.writeFlush(ALL_EVENT_FILES);
+    assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), UP);
+    // Spark has written operator metadata by now, so its state source can check placement
+    assertEveryKeyInItsSparkPartition(checkpoint, lastCommitted(checkpoint), UP);
+    assertThat(run.sinkRows(sink, query))
+        .containsExactlyElementsOf(oracle(query, JOIN_FORMAT, "2"));
+  }
+
   /** An increase on one provider, a decrease on the other. */
   static Stream<Arguments> providersAndTargets() {
     return Stream.of(Arguments.of(StateStores.ROCKSDB, 7), Arguments.of(StateStores.HDFS, 2));
@@ -548,10 +585,7 @@ class OperatorOracleTest {
    */
   private void assertEveryKeyInItsSparkPartition(Path checkpoint, long batchId, int partitions) {
     List<Row> stores =
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint.toString())
+        StateSources.metadata(spark, checkpoint.toString())
             .select("operatorId", "operatorName", "stateStoreName")
             .collectAsList();
     assertThat(stores).isNotEmpty();
@@ -574,10 +608,7 @@ class OperatorOracleTest {
   private long misplacedKeys(Path checkpoint, long batchId, int partitions) {
     long misplaced = 0;
     for (Row store :
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint.toString())
+        StateSources.metadata(spark, checkpoint.toString())
             .select("operatorId", "operatorName", "stateStoreName")
             .collectAsList()) {
       Dataset<Row> state = stateRows(checkpoint, batchId, store);
@@ -592,13 +623,8 @@ class OperatorOracleTest {
   }
 
   private Dataset<Row> stateRows(Path checkpoint, long batchId, Row store) {
-    return spark
-        .read()
-        .format("statestore")
-        .option("batchId", batchId)
-        .option("operatorId", store.getLong(0))
-        .option("storeName", store.getString(2))
-        .load(checkpoint.toString());
+    return StateSources.state(
+        spark, checkpoint.toString(), batchId, store.getLong(0), store.getString(2));
   }
 
   private static String partitionExpression(Dataset<Row> state, Row store, int partitions) {

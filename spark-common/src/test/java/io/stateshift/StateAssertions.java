@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.spark.state.StateSources;
 import java.nio.file.Path;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
@@ -24,22 +25,13 @@ final class StateAssertions {
   static void assertEveryKeyInItsSparkPartition(
       SparkSession spark, String checkpoint, long batchId, int partitions) {
     List<Row> operators =
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint)
+        StateSources.metadata(spark, checkpoint)
             .select("operatorId", "stateStoreName")
             .collectAsList();
     assertThat(operators).isNotEmpty();
     for (Row op : operators) {
       Dataset<Row> state =
-          spark
-              .read()
-              .format("statestore")
-              .option("batchId", batchId)
-              .option("operatorId", op.getLong(0))
-              .option("storeName", op.getString(1))
-              .load(checkpoint);
+          StateSources.state(spark, checkpoint, batchId, op.getLong(0), op.getString(1));
       long rows = state.count();
       long misplaced =
           state
@@ -63,22 +55,14 @@ final class StateAssertions {
   static void assertEveryStoreKeyInItsSparkPartition(
       SparkSession spark, Path checkpoint, long batchId, int partitions) {
     List<Row> stores =
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint.toString())
+        StateSources.metadata(spark, checkpoint.toString())
             .select("operatorId", "operatorName", "stateStoreName")
             .collectAsList();
     assertThat(stores).isNotEmpty();
     for (Row store : stores) {
       Dataset<Row> state =
-          spark
-              .read()
-              .format("statestore")
-              .option("batchId", batchId)
-              .option("operatorId", store.getLong(0))
-              .option("storeName", store.getString(2))
-              .load(checkpoint.toString());
+          StateSources.state(
+              spark, checkpoint.toString(), batchId, store.getLong(0), store.getString(2));
       org.apache.spark.sql.types.StructField[] fields =
           ((org.apache.spark.sql.types.StructType) state.schema().apply("key").dataType()).fields();
       boolean dropLast =
@@ -109,12 +93,7 @@ final class StateAssertions {
 
   static void assertMetadataReports(SparkSession spark, String checkpoint, int partitions) {
     List<Row> rows =
-        spark
-            .read()
-            .format("state-metadata")
-            .load(checkpoint)
-            .select("numPartitions")
-            .collectAsList();
+        StateSources.metadata(spark, checkpoint).select("numPartitions").collectAsList();
     assertThat(rows).isNotEmpty().allSatisfy(r -> assertThat(r.getInt(0)).isEqualTo(partitions));
   }
 

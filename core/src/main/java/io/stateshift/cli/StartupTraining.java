@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.stream.Stream;
+import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.Trigger;
@@ -39,12 +40,12 @@ public final class StartupTraining {
       // the classic builder, as the commands use (SparkSession.builder() reflects first)
       SparkSession spark =
           SparkLines.get()
-              .sessionBuilder()
-              .appName("stateshift training")
-              .master("local[2]")
-              .config("spark.ui.enabled", "false")
-              .config("spark.sql.session.timeZone", "UTC")
-              .getOrCreate();
+              .getOrCreateSession(
+                  new SparkConf()
+                      .setAppName("stateshift training")
+                      .setMaster("local[2]")
+                      .set("spark.ui.enabled", "false")
+                      .set("spark.sql.session.timeZone", "UTC"));
       spark.sparkContext().setLogLevel("WARN");
       Path input = base.resolve("input");
       spark.range(0, 2000, 1, 2).selectExpr("id % 200 AS key").write().parquet(input.toString());

@@ -768,12 +768,12 @@ public final class StateShiftCli {
     if (ownSession) {
       StartupOverlap.begin();
     }
-    // The classic builder itself: SparkSession.builder() first picks an implementation (classic
-    // or Connect) with Scala's runtime reflection, 0.2-0.45 s of CPU in a fresh JVM, which no
-    // command needs otherwise.
+    // The line's own session class (SparkLine.getOrCreateSession): SparkSession.builder() first
+    // picks an implementation (classic or Connect) with Scala's runtime reflection, 0.2-0.45 s of
+    // CPU in a fresh JVM, which no command needs otherwise.
     SparkSession spark;
     try {
-      spark = SparkLines.get().sessionBuilder().config(conf).getOrCreate();
+      spark = SparkLines.get().getOrCreateSession(conf);
     } catch (RuntimeException e) {
       Thread.currentThread().setContextClassLoader(previous);
       throw e;

@@ -2,6 +2,8 @@ package io.stateshift.protocol;
 
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -15,7 +17,6 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.sql.SparkSession;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Reports task progress of the jobs stateshift runs, as "reading 3/8" lines, at most twice a
@@ -55,10 +56,15 @@ final class JobProgress extends SparkListener implements AutoCloseable {
     }
     String label = jobStart.properties().getProperty(Redistribution.PROGRESS_LABEL);
     int lowest = Integer.MAX_VALUE;
-    for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
+    // walked by hand: Scala 2.12 and 2.13 share no undeprecated converter
+    List<StageInfo> stages = new ArrayList<>();
+    for (scala.collection.Iterator<StageInfo> it = jobStart.stageInfos().iterator();
+        it.hasNext(); ) {
+      StageInfo stage = it.next();
+      stages.add(stage);
       lowest = Math.min(lowest, stage.stageId());
     }
-    for (StageInfo stage : CollectionConverters.asJava(jobStart.stageInfos())) {
+    for (StageInfo stage : stages) {
       boolean first = stage.stageId() == lowest && jobStart.stageInfos().size() > 1;
       stageNames.put(
           stage.stageId(),

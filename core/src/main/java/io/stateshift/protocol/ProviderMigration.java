@@ -7,6 +7,7 @@ import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.SparkLines;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -102,6 +103,18 @@ public final class ProviderMigration {
    */
   public static void check(StateLayout layout, String target, int targetFormat, String checkpoint) {
     int format = layout.checkpointFormatVersion();
+    if (targetFormat == 2 && !SparkLines.get().checkpointFormatV2()) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_CHECKPOINT,
+          "Cannot migrate "
+              + checkpoint
+              + " to state checkpoint format v2: Spark "
+              + SparkLines.get().sparkLine()
+              + " has no format v2 ("
+              + StateCheckpointIds.FORMAT_VERSION_CONF
+              + "=2 came with Spark 4.0). The checkpoint was not changed; keep format v1, or "
+              + "migrate once the query runs on Spark 4.0 or later.");
+    }
     if (layout.provider().equals(target) && format == targetFormat) {
       throw new StateShiftException(
           Reason.SAME_PROVIDER,

@@ -86,7 +86,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     // The provider the user started the query with: read now, before the query reads its offset
     // log, where Spark replaces the session's value with the checkpoint's
     // (OffsetSeqMetadata.setSessionConf, called from MicroBatchExecution.populateStartOffsets).
-    RuntimeConfig queryConf = execution.sparkSessionForStream().conf();
+    RuntimeConfig queryConf = QueryCalls.session(execution).conf();
     String wantedProvider = queryConf.get(OffsetLogEntry.PROVIDER_CLASS, null);
     // Spark does not record the state checkpoint format: only a value the user set counts.
     String wantedFormat = queryConf.get(StateCheckpointIds.FORMAT_VERSION_CONF, null);
@@ -125,8 +125,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
       if (partitions != null) {
         // A new checkpoint takes its count from this setting (absent an offset log): an internal
         // one since 4.1, the query session's shuffle partitions on 4.0.
-        execution
-            .sparkSessionForStream()
+        QueryCalls.session(execution)
             .conf()
             .set(INTERNAL_STATE_PARTITIONS, Integer.toString(partitions));
       }
@@ -482,26 +481,23 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     LOG.info(
         "Batch {} was planned but not committed: it runs first with the old layout.", pendingBatch);
     logicalPlan(microBatch); // creates the trigger executor, so it can be wrapped
-    microBatch.triggerExecutor_$eq(
-        new PendingBatchFirst(
-            microBatch,
-            microBatch.triggerExecutor(),
-            () -> {
-              change(event, files, change, pendingBatch, sinkLog);
-              if (change.formatVersion() != null) {
-                execution
-                    .sparkSessionForStream()
-                    .conf()
-                    .set(
-                        StateCheckpointIds.FORMAT_VERSION_CONF,
-                        Integer.toString(change.formatVersion()));
-              }
-              if (change.migrates()) {
-                // The pending batch loaded the old provider's (or format's) stores under this
-                // run's id.
-                StaleProviders.close(session, files.root().toString(), layout, event.runId());
-              }
-            }));
+    QueryCalls.runPendingBatchFirst(
+        microBatch,
+        () -> {
+          change(event, files, change, pendingBatch, sinkLog);
+          if (change.formatVersion() != null) {
+            QueryCalls.session(execution)
+                .conf()
+                .set(
+                    StateCheckpointIds.FORMAT_VERSION_CONF,
+                    Integer.toString(change.formatVersion()));
+          }
+          if (change.migrates()) {
+            // The pending batch loaded the old provider's (or format's) stores under this
+            // run's id.
+            StaleProviders.close(session, files.root().toString(), layout, event.runId());
+          }
+        });
   }
 
   /**
@@ -515,8 +511,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
     if (location.isEmpty()) {
       return location;
     }
-    FileSinkLog log =
-        FileSinkLog.at(execution.sparkSessionForStream(), location.get(), files.conf());
+    FileSinkLog log = FileSinkLog.at(QueryCalls.session(execution), location.get(), files.conf());
     FileSinkRecord.write(files, log.location());
     if (files.exists(files.path("commits"))) {
       Checkpoint checkpoint = Checkpoint.load(files);
@@ -569,8 +564,7 @@ public final class OnDemandRepartition extends StreamingQueryListener {
    */
   private static org.apache.spark.sql.catalyst.plans.logical.LogicalPlan logicalPlan(
       StreamExecution execution) {
-    return execution
-        .sparkSessionForStream()
+    return QueryCalls.session(execution)
         .withActive(
             (scala.Function0<org.apache.spark.sql.catalyst.plans.logical.LogicalPlan>)
                 execution::logicalPlan);

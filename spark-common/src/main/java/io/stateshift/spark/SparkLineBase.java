@@ -20,8 +20,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.SparkSessionBuilder;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
@@ -34,14 +34,19 @@ import scala.Function1;
 public abstract class SparkLineBase implements SparkLine {
 
   @Override
-  public SparkSessionBuilder sessionBuilder() {
-    return org.apache.spark.sql.classic.SparkSession.builder();
+  public SparkSession getOrCreateSession(SparkConf conf) {
+    return org.apache.spark.sql.classic.SparkSession.builder().config(conf).getOrCreate();
   }
 
   @Override
   public Configuration hadoopConf(SparkSession spark) {
-    if (spark instanceof org.apache.spark.sql.classic.SparkSession classic) {
-      return classic.sessionState().newHadoopConf();
+    // a class literal and Class.cast, not a pattern: on 3.5, whose one session class is the
+    // public one, the build renames this class to SparkSession (spark-common/src/build)
+    if (spark instanceof org.apache.spark.sql.classic.SparkSession) {
+      return org.apache.spark.sql.classic.SparkSession.class
+          .cast(spark)
+          .sessionState()
+          .newHadoopConf();
     }
     return spark.sparkContext().hadoopConfiguration();
   }

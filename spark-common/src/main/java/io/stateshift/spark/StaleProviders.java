@@ -3,6 +3,7 @@ package io.stateshift.spark;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.spark.line.StateCalls;
+import io.stateshift.spark.state.ScalaBridge;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -20,7 +21,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Option;
 import scala.Tuple2;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag$;
 
 /**
@@ -42,7 +42,10 @@ final class StaleProviders {
    */
   static void close(SparkSession session, String checkpointRoot, StateLayout layout, UUID runId) {
     StateStoreCoordinatorRef coordinator =
-        ((org.apache.spark.sql.classic.SparkSession) session).streams().stateStoreCoordinator();
+        org.apache.spark.sql.classic.SparkSession.class
+            .cast(session)
+            .streams()
+            .stateStoreCoordinator();
     String stateRoot = new Path(new Path(checkpointRoot), "state").toString();
     Map<String, ArrayList<StateStoreProviderId>> byLocation = new LinkedHashMap<>();
     for (StatefulOperator op : layout.operators()) {
@@ -64,15 +67,11 @@ final class StaleProviders {
     List<Tuple2<Batch, scala.collection.immutable.Seq<String>>> tasks = new ArrayList<>();
     byLocation.forEach(
         (location, ids) ->
-            tasks.add(
-                new Tuple2<>(
-                    new Batch(location, ids),
-                    CollectionConverters.asScala(List.of(location)).toList())));
+            tasks.add(new Tuple2<>(new Batch(location, ids), ScalaBridge.seq(List.of(location)))));
     List<String> missed =
         session
             .sparkContext()
-            .makeRDD(
-                CollectionConverters.asScala(tasks).toList(), ClassTag$.MODULE$.apply(Batch.class))
+            .<Batch>makeRDD(ScalaBridge.untypedSeq(tasks), ClassTag$.MODULE$.apply(Batch.class))
             .toJavaRDD()
             .map((Function<Batch, String>) Batch::closeHere)
             .collect()

@@ -24,10 +24,15 @@ public final class StreamIntrospection {
             : SparkSession.getDefaultSession().isDefined()
                 ? SparkSession.getDefaultSession().get()
                 : null;
-    if (!(session instanceof org.apache.spark.sql.classic.SparkSession classic)) {
+    if (!(session instanceof org.apache.spark.sql.classic.SparkSession)) {
       return Optional.empty();
     }
-    StreamExecution execution = classic.sharedState().activeStreamingQueries().get(queryId);
+    StreamExecution execution =
+        org.apache.spark.sql.classic.SparkSession.class
+            .cast(session)
+            .sharedState()
+            .activeStreamingQueries()
+            .get(queryId);
     if (execution == null) {
       return Optional.empty();
     }

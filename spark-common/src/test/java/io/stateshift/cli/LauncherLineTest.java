@@ -25,26 +25,24 @@ class LauncherLineTest {
     assertThat(r.exit).isEqualTo(2);
     assertThat(r.output)
         .contains("STATESHIFT_SPARK_LINE names Spark line '5.9'")
-        .contains("4.0, 4.1, 4.2");
+        .contains("3.5, 4.0, 4.1, 4.2");
   }
 
   @Test
   void theFirstOptionWinsOverTheEnvironment() throws Exception {
-    Result r = launch(Map.of("STATESHIFT_SPARK_LINE", "4.2"), "--spark-line", "3.5", "classpath");
+    Result r = launch(Map.of("STATESHIFT_SPARK_LINE", "4.2"), "--spark-line", "3.4", "classpath");
     assertThat(r.exit).isEqualTo(2);
-    assertThat(r.output)
-        .contains(
-            "--spark-line names Spark line 3.5, which this build of stateshift does not have");
+    assertThat(r.output).contains("--spark-line names Spark line '3.4'");
   }
 
   @Test
   void aSparkHomeNamesItsLine() throws Exception {
-    Path home = tmp.resolve("spark-3.5.8");
+    Path home = tmp.resolve("spark-3.4.4");
     Files.createDirectories(home.resolve("jars"));
-    Files.createFile(home.resolve("jars/spark-core_2.12-3.5.8.jar"));
+    Files.createFile(home.resolve("jars/spark-core_2.12-3.4.4.jar"));
     Result r = launch(Map.of("SPARK_HOME", home.toString()), "inspect", "--checkpoint", "/x");
     assertThat(r.exit).isEqualTo(2);
-    assertThat(r.output).contains("SPARK_HOME (Spark 3.5.8) names Spark line 3.5");
+    assertThat(r.output).contains("SPARK_HOME (Spark 3.4.4) names Spark line '3.4'");
   }
 
   @Test

@@ -2,6 +2,7 @@ package io.stateshift.protocol;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.spark.state.ScalaBridge;
 import io.stateshift.testing.SparkTestSession;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,7 +20,6 @@ import org.apache.spark.scheduler.TaskInfo;
 import org.apache.spark.scheduler.TaskLocality;
 import org.junit.jupiter.api.Test;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The progress lines of a job whose executor was lost: the tasks it ran end as failed (or, done
@@ -58,15 +58,11 @@ class JobProgressTest {
             0,
             "split",
             tasks,
-            CollectionConverters.asScala(List.<org.apache.spark.storage.RDDInfo>of()).toList(),
-            CollectionConverters.asScala(List.<Object>of()).toList(),
+            ScalaBridge.untypedSeq(List.of()),
+            ScalaBridge.untypedSeq(List.of()),
             "",
             null,
-            CollectionConverters.asScala(
-                    List
-                        .<scala.collection.immutable.Seq<org.apache.spark.scheduler.TaskLocation>>
-                            of())
-                .toList(),
+            ScalaBridge.untypedSeq(List.of()),
             Option.empty(),
             0,
             false,
@@ -74,8 +70,7 @@ class JobProgressTest {
     Properties properties = new Properties();
     properties.setProperty("spark.jobGroup.id", GROUP);
     properties.setProperty(io.stateshift.checkpoint.spi.Redistribution.PROGRESS_LABEL, "splitting");
-    return new SparkListenerJobStart(
-        1, 0L, CollectionConverters.asScala(List.of(stage)).toList(), properties);
+    return new SparkListenerJobStart(1, 0L, ScalaBridge.seq(List.of(stage)), properties);
   }
 
   /** A task of {@code partition} started (unless resubmitted) and ended with {@code reason}. */

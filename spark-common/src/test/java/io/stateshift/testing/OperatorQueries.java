@@ -18,7 +18,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
-import org.apache.spark.sql.streaming.TimeMode;
 import scala.Tuple2;
 import scala.Tuple3;
 
@@ -101,27 +100,9 @@ public enum OperatorQueries {
    * transformWithState in processing-time mode: value, list and map state with and without a short
    * TTL, processing-time timers ({@link DeviceStateProcessor}).
    */
-  TWS_PROCESSING_TIME(
-      "append",
-      s ->
-          byDevice(s, null)
-              .transformWithState(
-                  new DeviceStateProcessor(false),
-                  TimeMode.ProcessingTime(),
-                  OutputMode.Append(),
-                  Encoders.STRING())
-              .toDF("line")),
+  TWS_PROCESSING_TIME("append", s -> TransformWithStateQueries.apply(byDevice(s, null), false)),
   /** transformWithState in event-time mode: the same state without TTL, event-time timers. */
-  TWS_EVENT_TIME(
-      "append",
-      s ->
-          byDevice(s, "1 minute")
-              .transformWithState(
-                  new DeviceStateProcessor(true),
-                  TimeMode.EventTime(),
-                  OutputMode.Append(),
-                  Encoders.STRING())
-              .toDF("line")),
+  TWS_EVENT_TIME("append", s -> TransformWithStateQueries.apply(byDevice(s, "1 minute"), true)),
   /**
    * A grouped count whose input is already hash partitioned by a subset of its key: with
    * useStrictDistribution=false Spark keeps that placement for the state (SPARK-38204).

@@ -67,6 +67,6 @@ public final class SparkTestSession {
   }
 
   private static Map<String, String> settings() {
-    return Map.copyOf(scala.jdk.javaapi.CollectionConverters.asJava(spark.conf().getAll()));
+    return Map.copyOf(io.stateshift.spark.state.ScalaBridge.javaMap(spark.conf().getAll()));
   }
 }

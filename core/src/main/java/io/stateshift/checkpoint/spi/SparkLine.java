@@ -15,10 +15,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.SparkConf;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.SparkSessionBuilder;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.types.StructType;
 
@@ -35,11 +35,22 @@ public interface SparkLine {
   String sparkLine();
 
   /**
-   * A builder of this Spark line's own session class: {@code SparkSession.builder()} first picks an
-   * implementation (classic or Connect) with Scala's runtime reflection, 0.2-0.45 s of CPU in a
-   * fresh JVM that no command needs otherwise.
+   * Whether this line's Spark has state checkpoint format v2 (versions named by unique ids, since
+   * Spark 4.0): a migration to it is refused where it has not.
    */
-  SparkSessionBuilder sessionBuilder();
+  default boolean checkpointFormatV2() {
+    return true;
+  }
+
+  /**
+   * The session of this Spark line's own session class with {@code conf} (master and app name
+   * included), the active or default one if there is one, as {@code SparkSession.builder()
+   * .config(conf).getOrCreate()} returns it: on 4.x, without that builder's first step, which picks
+   * an implementation (classic or Connect) with Scala's runtime reflection, 0.2-0.45 s of CPU in a
+   * fresh JVM that no command needs otherwise. Named by the public API only, so the core compiles
+   * on every line (3.5 has one session class and no such builder).
+   */
+  SparkSession getOrCreateSession(SparkConf conf);
 
   /** The Hadoop configuration of a session, as Spark's own file sources use it. */
   Configuration hadoopConf(SparkSession spark);

@@ -91,4 +91,10 @@ public final class StateCalls {
   private static UnsupportedOperationException unavailable() {
     return new UnsupportedOperationException(ROCKSDB_FAST_PATHS_UNAVAILABLE);
   }
+
+  /** Stops a store's automatic compactions before it loads; whether it could. */
+  public static boolean disableAutoCompactions(RocksDB db) {
+    db.rocksDbOptions().setDisableAutoCompactions(true);
+    return true;
+  }
 }

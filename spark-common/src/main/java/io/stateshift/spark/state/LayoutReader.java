@@ -16,6 +16,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.LayoutReading;
 import io.stateshift.checkpoint.spi.SparkLines;
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.LineFeatures;
 import io.stateshift.spark.line.StoreCalls;
 import java.nio.charset.StandardCharsets;
@@ -30,7 +31,6 @@ import java.util.zip.ZipEntry;
 import java.util.zip.ZipInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.internal.SQLConf;
@@ -174,13 +174,12 @@ final class LayoutReader {
             checkpointIds,
             tolerateExtraFolders);
     SQLConf sqlConf =
-        ((org.apache.spark.sql.classic.SparkSession) spark).sessionState().conf().clone();
+        org.apache.spark.sql.classic.SparkSession.class.cast(spark).sessionState().conf().clone();
     conf.forEach(sqlConf::setConfString);
     // Not in the offset log: the commit log tells the format, and the stores must use the same one.
     sqlConf.setConfString(
         StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
-    Map<String, String> settings =
-        Map.copyOf(scala.jdk.javaapi.CollectionConverters.asJava(sqlConf.getAllConfs()));
+    Map<String, String> settings = Map.copyOf(ScalaBridge.javaMap(sqlConf.getAllConfs()));
     // built from the SQL conf at hand: no second SQLConf filled from the settings' copy
     StateStoreConf storeConf =
         new StateStoreConf(sqlConf, scala.collection.immutable.Map$.MODULE$.empty());
@@ -758,8 +757,7 @@ final class LayoutReader {
     // s3a that one wraps a fresh S3AFileSystem that a finalizer closes once the checker is
     // unreachable, which can happen while its stream is still being read.
     try (org.apache.hadoop.fs.FSDataInputStream in = files.fs().open(files.path(schemaFile))) {
-      List<StateStoreColFamilySchema> schemas =
-          ScalaBridge.javaList(StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in));
+      List<StateStoreColFamilySchema> schemas = LineCalls.readSchemaFile(in);
       return schemas.stream()
           .filter(s -> s.colFamilyName().equals("default"))
           .findFirst()

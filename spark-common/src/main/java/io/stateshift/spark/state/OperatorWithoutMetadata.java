@@ -2,6 +2,7 @@ package io.stateshift.spark.state;
 
 import io.stateshift.StateShiftException;
 import io.stateshift.checkpoint.CheckpointFiles;
+import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StatefulOperator;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,10 +20,13 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>Only what decides where a key belongs matters for a repartition. Every operator Spark 3.5 has
  * places its state by the whole state key, except three, each recognisable for sure: stream-stream
- * joins (four named stores), session windows (the key ends with the {@code session_window} column
- * Spark's analyzer always names so; placed by the key without it) and streaming {@code limit} (a
- * key with no data, all in partition 0). Those are refused with the fix; for the rest the kind is
- * told from the value schema Spark's operators use (deduplication's {@code __dummy__},
+ * joins, told by their four named stores ({@code left-keyToNumValues}, {@code
+ * left-keyWithIndexToValue}, {@code right-...}, each with its schema file; Spark 3.5 writes no
+ * operator metadata for joins) and derived as a join, whose indexed stores are placed by the key
+ * without its index; session windows (the key ends with the {@code session_window} column Spark's
+ * analyzer always names so; placed by the key without it) and streaming {@code limit} (a key with
+ * no data, all in partition 0). Those two are refused with the fix; for the rest the kind is told
+ * from the value schema Spark's operators use (deduplication's {@code __dummy__},
  * dropDuplicatesWithinWatermark's {@code expiresAtMicros}, flatMapGroupsWithState's {@code
  * timeoutTimestamp}; otherwise an aggregation). The repartition also checks, key by key, that the
  * state it reads sits where this placement says ({@link StateRedistributionJob}), so a wrong guess
@@ -45,10 +49,7 @@ final class OperatorWithoutMetadata {
       }
     }
     if (!namedStores.isEmpty()) {
-      throw refuse(
-          files,
-          operatorId,
-          "it keeps its state in the named stores " + namedStores + " (a stream-stream join)");
+      return join(files, operatorId, namedStores);
     }
     StateStoreColFamilySchema schema =
         LayoutReader.readSchema(files, operatorId, StateStores.DEFAULT_COLUMN_FAMILY);
@@ -90,6 +91,87 @@ final class OperatorWithoutMetadata {
         List.of(new StatefulOperator.Store(StateStores.DEFAULT_COLUMN_FAMILY, 0)),
         -1,
         DERIVED);
+  }
+
+  /** The four stores of a stream-stream join, in Spark's order. */
+  static final List<String> JOIN_STORES =
+      List.of(
+          "left-keyToNumValues",
+          "left-keyWithIndexToValue",
+          "right-keyToNumValues",
+          "right-keyWithIndexToValue");
+
+  /**
+   * A stream-stream join: exactly its four stores, whose schemas are a join's (a count per key; a
+   * key with a trailing {@code index} per indexed value), the two sides' keys alike.
+   */
+  private static StatefulOperator join(
+      CheckpointFiles files, long operatorId, List<String> namedStores) {
+    if (!new java.util.HashSet<>(namedStores).equals(Set.copyOf(JOIN_STORES))) {
+      throw refuse(
+          files,
+          operatorId,
+          "it keeps its state in the named stores "
+              + namedStores
+              + ", which are not the four stores of a stream-stream join "
+              + JOIN_STORES);
+    }
+    StructType joinKey = null;
+    for (String store : JOIN_STORES) {
+      StateStoreColFamilySchema schema = LayoutReader.readSchema(files, operatorId, store);
+      StructType key = schema.keySchema();
+      StructType value = schema.valueSchema();
+      boolean indexed = store.endsWith("keyWithIndexToValue");
+      StructType placed = key;
+      if (indexed) {
+        StructField[] fields = key.fields();
+        if (fields.length < 2 || !fields[fields.length - 1].name().equals("index")) {
+          throw refuse(
+              files,
+              operatorId,
+              "its store "
+                  + store
+                  + " has no trailing index in its state key "
+                  + key.simpleString());
+        }
+        placed = new StructType(java.util.Arrays.copyOf(fields, fields.length - 1));
+      } else if (value.fields().length != 1 || !value.fields()[0].name().equals("value")) {
+        throw refuse(
+            files,
+            operatorId,
+            "its store " + store + " holds " + value.simpleString() + ", not a count per key");
+      }
+      if (joinKey == null) {
+        joinKey = placed;
+      } else if (!sameTypes(joinKey, placed)) {
+        throw refuse(
+            files,
+            operatorId,
+            "the keys of its stores differ ("
+                + joinKey.simpleString()
+                + ", "
+                + placed.simpleString()
+                + "), as a join's do not");
+      }
+    }
+    List<StatefulOperator.Store> stores = new ArrayList<>();
+    for (String store : JOIN_STORES) {
+      stores.add(new StatefulOperator.Store(store, 0));
+    }
+    return new StatefulOperator(operatorId, StateLayout.JOIN, stores, -1, DERIVED);
+  }
+
+  /** The same field types in the same order (the names of a join's two sides may differ). */
+  private static boolean sameTypes(StructType a, StructType b) {
+    if (a.fields().length != b.fields().length) {
+      return false;
+    }
+    for (int i = 0; i < a.fields().length; i++) {
+      if (!a.fields()[i].dataType().sameType(b.fields()[i].dataType())) {
+        return false;
+      }
+    }
+    return true;
   }
 
   static StateShiftException refuse(CheckpointFiles files, long operatorId, String why) {

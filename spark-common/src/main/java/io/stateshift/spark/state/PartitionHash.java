@@ -1,8 +1,8 @@
 package io.stateshift.spark.state;
 
+import io.stateshift.spark.line.LineCalls;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.catalyst.util.CollationFactory;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
@@ -120,8 +120,7 @@ final class PartitionHash {
     if (type instanceof DoubleType) {
       return DOUBLE;
     }
-    if (type instanceof StringType string
-        && string.collationId() == CollationFactory.UTF8_BINARY_COLLATION_ID) {
+    if (type instanceof StringType string && LineCalls.binaryString(string)) {
       return STRING;
     }
     if (type instanceof BinaryType) {

@@ -29,8 +29,7 @@ final class QueryStateSchema {
     if (!query.isStreaming()) {
       return Optional.empty();
     }
-    LogicalPlan analyzed =
-        ((org.apache.spark.sql.classic.Dataset<?>) query).queryExecution().analyzed();
+    LogicalPlan analyzed = Plans.queryExecution(query).analyzed();
     List<Aggregate> aggregates = new ArrayList<>();
     collect(analyzed, aggregates);
     if (aggregates.size() != 1) {

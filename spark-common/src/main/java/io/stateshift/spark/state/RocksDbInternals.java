@@ -64,8 +64,7 @@ final class RocksDbInternals {
       return false;
     }
     try {
-      rocksDb.rocksDB().rocksDbOptions().setDisableAutoCompactions(true);
-      return true;
+      return StateCalls.disableAutoCompactions(rocksDb.rocksDB());
     } catch (LinkageError e) {
       return false; // another Spark version's members
     }

@@ -1,6 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.line.StoreCalls;
 import java.io.File;
@@ -82,7 +83,7 @@ final class RocksDbSnapshotWriter {
     private final RocksDBValueStateEncoder values;
 
     Encoding(StoreSpec spec) {
-      KeyStateEncoderSpec keySpec = StateStores.keyEncoderSpec(spec);
+      KeyStateEncoderSpec keySpec = LineCalls.keyEncoderSpec(spec);
       UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
       this.keys = RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
       this.values = StoreCalls.valueEncoder(data, spec.valueSchema());

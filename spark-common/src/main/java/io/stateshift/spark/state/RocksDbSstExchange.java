@@ -5,6 +5,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
@@ -69,7 +70,7 @@ final class RocksDbSstExchange {
 
   /** The key decoder for one store, to compute the new partition from the stored key bytes. */
   static RocksDBKeyStateEncoder keyDecoder(StoreSpec spec) {
-    KeyStateEncoderSpec keySpec = StateStores.keyEncoderSpec(spec);
+    KeyStateEncoderSpec keySpec = LineCalls.keyEncoderSpec(spec);
     UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
     return RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
   }

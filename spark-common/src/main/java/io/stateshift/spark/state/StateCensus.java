@@ -3,6 +3,7 @@ package io.stateshift.spark.state;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.StateCount;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -80,7 +81,7 @@ final class StateCensus implements Serializable {
           StateStores.loadToRead(
               provider, version, StateStores.checkpointId(checkpointIds, spec, task.partition()));
       try {
-        StateStoreIterator<UnsafeRowPair> rows = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+        StateStoreIterator<UnsafeRowPair> rows = LineCalls.rows(store);
         StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, partitions);
         long count = 0;
         long bytes = 0;

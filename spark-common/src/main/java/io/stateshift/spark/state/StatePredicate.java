@@ -49,10 +49,9 @@ final class StatePredicate implements Serializable {
     StructType schema = keyOnly ? dropValue(StateRows.schema(store)) : StateRows.schema(store);
     LogicalPlan analyzed;
     try {
-      org.apache.spark.sql.classic.Dataset<Row> filtered =
-          (org.apache.spark.sql.classic.Dataset<Row>)
-              spark.createDataFrame(List.<Row>of(), schema).where(text);
-      analyzed = filtered.queryExecution().analyzed();
+      analyzed =
+          Plans.queryExecution(spark.createDataFrame(List.<Row>of(), schema).where(text))
+              .analyzed();
     } catch (Exception e) { // AnalysisException, and the parser's ParseException
       if (keyOnly && text.matches("(?s).*\\bvalue\\b.*")) {
         throw refusal(

@@ -8,6 +8,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.IOException;
 import java.io.Serializable;
@@ -1313,7 +1314,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       }
       throw e;
     }
-    StateStoreIterator<UnsafeRowPair> entries = store.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    StateStoreIterator<UnsafeRowPair> entries = LineCalls.rows(store);
     StatePredicate deletion = deletions.get(spec.slot());
     Broadcast<java.util.Set<StateUpsert.KeyBytes>> replaced = upsertedKeys.get(spec.slot());
     LeftOut rows =

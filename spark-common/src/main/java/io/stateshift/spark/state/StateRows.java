@@ -5,6 +5,7 @@ import io.stateshift.StateShiftException.Reason;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -107,8 +108,7 @@ final class StateRows implements Serializable {
       provider.close();
       throw e;
     }
-    StateStoreIterator<UnsafeRowPair> entries =
-        readStore.iterator(StateStores.DEFAULT_COLUMN_FAMILY);
+    StateStoreIterator<UnsafeRowPair> entries = LineCalls.rows(readStore);
     TaskContext.get()
         .addTaskCompletionListener(
             (TaskCompletionListener)

@@ -2,6 +2,7 @@ package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.PartitionKeys;
 import io.stateshift.spark.line.StoreCalls;
 import java.util.ArrayList;
@@ -15,22 +16,18 @@ import org.apache.spark.sql.catalyst.expressions.Pmod;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.PrefixKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.StateStoreProvider$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.types.StructField;
 
 /** Opens Spark's state store providers and computes where Spark places a state key. */
 public final class StateStores {
-  static final String DEFAULT_COLUMN_FAMILY = "default";
+  static final String DEFAULT_COLUMN_FAMILY = LineCalls.DEFAULT_COLUMN_FAMILY;
 
   private StateStores() {}
 
@@ -42,16 +39,12 @@ public final class StateStores {
       StateStoreConf storeConf,
       Configuration hadoopConf) {
     StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
-    return StateStoreProvider$.MODULE$.createAndInit(
+    return LineCalls.createAndInit(
         new StateStoreProviderId(id, UUID.randomUUID()),
-        spec.keySchema(),
-        spec.valueSchema(),
-        keyEncoderSpec(spec),
+        spec,
         false,
         storeConf,
-        new Configuration(hadoopConf),
-        false,
-        ScalaBridge.none());
+        new Configuration(hadoopConf));
   }
 
   /**
@@ -66,16 +59,12 @@ public final class StateStores {
       StateStoreConf storeConf,
       Configuration hadoopConf) {
     StateStoreId id = new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName());
-    return StateStoreProvider$.MODULE$.createAndInit(
+    return LineCalls.createAndInit(
         new StateStoreProviderId(id, UUID.randomUUID()),
-        spec.keySchema(),
-        spec.valueSchema(),
-        new NoPrefixKeyStateEncoderSpec(spec.keySchema()),
+        spec,
         true,
         storeConf,
-        new Configuration(hadoopConf),
-        false,
-        ScalaBridge.none());
+        new Configuration(hadoopConf));
   }
 
   /**
@@ -99,13 +88,6 @@ public final class StateStores {
     }
   }
 
-  /** How the store's keys are encoded: whole-key, or prefix-scannable on the first n columns. */
-  static KeyStateEncoderSpec keyEncoderSpec(StoreSpec spec) {
-    return spec.numColsPrefixKey() > 0
-        ? new PrefixKeyScanStateEncoderSpec(spec.keySchema(), spec.numColsPrefixKey())
-        : new NoPrefixKeyStateEncoderSpec(spec.keySchema());
-  }
-
   /**
    * Loads {@code version} of a partition to read it once. A RocksDB store does not compact itself
    * meanwhile ({@link RocksDbInternals#disableCompactions}): the output would be thrown away.
@@ -113,7 +95,7 @@ public final class StateStores {
   static ReadStateStore loadToRead(
       StateStoreProvider provider, long version, scala.Option<String> checkpointId) {
     boolean disabled = RocksDbInternals.disableCompactions(provider);
-    ReadStateStore store = provider.getReadStore(version, checkpointId);
+    ReadStateStore store = LineCalls.readStore(provider, version, checkpointId);
     if (!disabled
         && store instanceof RocksDBStateStoreProvider.RocksDBStateStore rocksDb
         && RocksDbInternals.available()) {

@@ -122,12 +122,9 @@ final class StateUpsert implements Serializable {
 
   /** The entries as (key, value) binary rows, read by Spark tasks. */
   static JavaRDD<UnsafeRow[]> entries(Dataset<Row> checked) {
-    org.apache.spark.sql.classic.Dataset<Row> classic =
-        (org.apache.spark.sql.classic.Dataset<Row>) checked;
     int keyFields = ((StructType) checked.schema().fields()[0].dataType()).size();
     int valueFields = ((StructType) checked.schema().fields()[1].dataType()).size();
-    return classic
-        .queryExecution()
+    return Plans.queryExecution(checked)
         .toRdd()
         .toJavaRDD()
         .map(

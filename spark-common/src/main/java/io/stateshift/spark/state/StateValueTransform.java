@@ -135,12 +135,11 @@ final class StateValueTransform implements Serializable {
   private static LogicalPlan analyze(
       StoreSpec store, StructType target, SparkSession spark, String selectExpression) {
     try {
-      org.apache.spark.sql.classic.Dataset<Row> projected =
-          (org.apache.spark.sql.classic.Dataset<Row>)
+      return Plans.queryExecution(
               spark
                   .createDataFrame(List.<Row>of(), StateRows.schema(store))
-                  .selectExpr(selectExpression);
-      return projected.queryExecution().analyzed();
+                  .selectExpr(selectExpression))
+          .analyzed();
     } catch (Exception e) { // AnalysisException, and the parser's ParseException
       String message = e.getMessage() == null ? "Spark cannot analyze it" : e.getMessage();
       throw refusal(store, target, message.strip().lines().findFirst().orElse(message));

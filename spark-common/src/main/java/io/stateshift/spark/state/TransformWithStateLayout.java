@@ -8,6 +8,7 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.TransformWithStateNames;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -19,7 +20,6 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.operators.stateful.transformwithstate.StateVariableType;
 import org.apache.spark.sql.execution.streaming.operators.stateful.transformwithstate.TransformWithStateOperatorProperties;
 import org.apache.spark.sql.execution.streaming.operators.stateful.transformwithstate.TransformWithStateVariableInfo;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaCompatibilityChecker$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreColFamilySchema;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 
@@ -178,9 +178,7 @@ final class TransformWithStateLayout {
       CheckpointFiles files, StatefulOperator op, Path schemaFile) {
     List<StateStoreColFamilySchema> schemas;
     try (FSDataInputStream in = files.fs().open(schemaFile)) {
-      schemas =
-          new ArrayList<>(
-              ScalaBridge.javaList(StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in)));
+      schemas = new ArrayList<>(LineCalls.readSchemaFile(in));
     } catch (Exception e) { // Spark throws checked exceptions here too
       throw Checkpoint.corrupt(
           files,

@@ -101,4 +101,10 @@ public final class StateCalls {
         Option.empty(),
         conf.verifyNonEmptyFilesInZip());
   }
+
+  /** Stops a store's automatic compactions before it loads; whether it could. */
+  public static boolean disableAutoCompactions(RocksDB db) {
+    db.rocksDbOptions().setDisableAutoCompactions(true);
+    return true;
+  }
 }

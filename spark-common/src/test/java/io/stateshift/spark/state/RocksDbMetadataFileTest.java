@@ -14,7 +14,6 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBLogFile;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The metadata reader gives what Spark's own reader gives for every file Spark writes (read with
@@ -50,9 +49,9 @@ class RocksDbMetadataFileTest {
   @Test
   void readsColumnFamiliesAsSparkDoes() throws Exception {
     scala.collection.Map<String, Object> mapping =
-        CollectionConverters.asScala(Map.<String, Object>of("default", (short) 0, "cf", (short) 1));
+        ScalaBridge.immutableMap(Map.<String, Object>of("default", (short) 0, "cf", (short) 1));
     scala.collection.Map<String, Object> types =
-        CollectionConverters.asScala(Map.<String, Object>of("default", false, "cf", true));
+        ScalaBridge.immutableMap(Map.<String, Object>of("default", false, "cf", true));
     RocksDBCheckpointMetadata written =
         RocksDBCheckpointMetadata$.MODULE$.apply(
             ScalaBridge.seq(

@@ -1,0 +1,78 @@
+package io.stateshift.spark.line;
+
+import io.stateshift.checkpoint.StoreSpec;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.SchemaHelper;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider$;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Spark 3.5's state store calls (spark-common's LineCalls on the 4.x lines): one column family per
+ * store, a prefix-key column count instead of an encoder spec, no checkpoint ids (format v2), a
+ * schema file of one key and one value schema, strings without collations.
+ */
+public final class LineCalls {
+  private LineCalls() {}
+
+  /** The name stateshift gives a store's one column family (3.5 has no column families). */
+  public static final String DEFAULT_COLUMN_FAMILY = "default";
+
+  /** A provider of the store, initialized. */
+  public static StateStoreProvider createAndInit(
+      StateStoreProviderId id,
+      StoreSpec spec,
+      boolean columnFamilies,
+      StateStoreConf storeConf,
+      Configuration hadoopConf) {
+    if (columnFamilies) {
+      // refused before it gets here: LineFeatures.TRANSFORM_WITH_STATE
+      throw new IllegalStateException("Spark 3.5's state stores have no column families");
+    }
+    return StateStoreProvider$.MODULE$.createAndInit(
+        id, spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey(), storeConf, hadoopConf);
+  }
+
+  /** Version {@code version} of the provider's partition, to read (3.5 has no checkpoint ids). */
+  public static ReadStateStore readStore(
+      StateStoreProvider provider, long version, scala.Option<String> checkpointId) {
+    if (checkpointId.isDefined()) {
+      throw new IllegalStateException("Spark 3.5 has no state checkpoint format v2");
+    }
+    return provider.getReadStore(version);
+  }
+
+  /** Every row of a store; the caller closes it. */
+  public static StateStoreIterator<UnsafeRowPair> rows(ReadStateStore store) {
+    return new StateStoreIterator<>(store.iterator());
+  }
+
+  /**
+   * The schema of a schema file Spark 3.5 wrote in a store's _metadata folder (its version, then
+   * the key and value schemas), as the store's one column family.
+   */
+  public static List<StateStoreColFamilySchema> readSchemaFile(FSDataInputStream in) {
+    try {
+      scala.Tuple2<StructType, StructType> schemas =
+          SchemaHelper.SchemaReader$.MODULE$.createSchemaReader(in.readUTF()).read(in);
+      return List.of(
+          new StateStoreColFamilySchema(DEFAULT_COLUMN_FAMILY, schemas._1(), schemas._2()));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Spark 3.5's strings have no collations: every one compares its bytes. */
+  public static boolean binaryString(StringType type) {
+    return true;
+  }
+}

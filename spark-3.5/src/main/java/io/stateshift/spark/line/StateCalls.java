@@ -1,0 +1,88 @@
+package io.stateshift.spark.line;
+
+import java.io.File;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBConf;
+import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+
+/**
+ * Calls into Spark 3.5's state stores, where 4.1 renamed or changed them (as on 4.0): a provider is
+ * unloaded without maintenance, a read store is given back by {@code abort}, a join's store ids sit
+ * at fixed positions, and the RocksDB members of stateshift's fast paths are missing or differ, so
+ * those paths stay off ({@link #ROCKSDB_FAST_PATHS_UNAVAILABLE}) and RocksDB state is written
+ * through the provider's puts.
+ */
+public final class StateCalls {
+  private StateCalls() {}
+
+  /**
+   * The setting of a query's session a new checkpoint takes its state partition count from: 4.0 has
+   * no setting of its own, the count is the query's shuffle partitions.
+   */
+  public static final String NEW_CHECKPOINT_PARTITIONS = "spark.sql.shuffle.partitions";
+
+  /** Why stateshift's RocksDB fast paths (SST ingestion, direct commits) do not run, or null. */
+  public static final String ROCKSDB_FAST_PATHS_UNAVAILABLE =
+      "Spark 3.5's RocksDB classes lack what stateshift's SST fast paths use (Spark 4's encoders,"
+          + " file mappings, localRootDir, file checksums); written through the provider's puts";
+
+  /** Closes a loaded provider of this executor (4.0 has no maintenance-and-unload). */
+  public static void unloadProvider(StateStoreProviderId id) {
+    StateStore.unload(id);
+  }
+
+  /** Gives back a store opened for reading: 4.0's read stores have abort, not release. */
+  public static void release(ReadStateStore store) {
+    store.abort();
+  }
+
+  /**
+   * Where a join store's id sits in a partition's array: 4.0 reads them in this fixed order ({@code
+   * SymmetricHashJoinStateManager.getStateStoreCheckpointIds}); -1 for another store.
+   */
+  public static int joinCheckpointIdPosition(String storeName) {
+    return switch (storeName) {
+      case "left-keyToNumValues" -> 0;
+      case "left-keyWithIndexToValue" -> 1;
+      case "right-keyToNumValues" -> 2;
+      case "right-keyWithIndexToValue" -> 3;
+      default -> -1;
+    };
+  }
+
+  public static File localRootDir(RocksDB db) {
+    throw unavailable();
+  }
+
+  /** 4.0 writes no file checksums. */
+  public static boolean fileChecksumEnabled(RocksDBConf conf) {
+    return false;
+  }
+
+  /** 4.0 does not check its zips for empty files. */
+  public static boolean verifyNonEmptyFilesInZip(RocksDBConf conf) {
+    return false;
+  }
+
+  public static RocksDBFileManager fileManager(
+      String dfsRootDir, File localTempDir, Configuration hadoopConf, RocksDBConf conf, String id) {
+    return new RocksDBFileManager(
+        dfsRootDir, localTempDir, hadoopConf, conf.compressionCodec(), id);
+  }
+
+  /** 4.0's file manager holds nothing to close. */
+  public static void close(RocksDBFileManager files) {}
+
+  private static UnsupportedOperationException unavailable() {
+    return new UnsupportedOperationException(ROCKSDB_FAST_PATHS_UNAVAILABLE);
+  }
+
+  /** 3.5's RocksDB exposes no options to stop its compactions with: they run, as in Spark. */
+  public static boolean disableAutoCompactions(RocksDB db) {
+    return false;
+  }
+}

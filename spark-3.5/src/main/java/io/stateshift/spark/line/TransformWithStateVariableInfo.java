@@ -1,0 +1,9 @@
+package io.stateshift.spark.line;
+
+/**
+ * Stands in for Spark 4's transformWithState variable on 3.5, which has no transformWithState
+ * (renamed by the build, as {@link StateStoreIterator}); never made.
+ */
+public final class TransformWithStateVariableInfo {
+  private TransformWithStateVariableInfo() {}
+}
