@@ -100,7 +100,7 @@ class StateEditOracleTest {
             h -> {
               assertThat(h.change()).hasValueSatisfying(c -> assertThat(c).contains(ERASED));
               assertThat(h.change().get()).contains(DEVICES + " -> " + (DEVICES - 1) + " entries");
-              assertThat(h.path()).startsWith("in-place rewrite");
+              assertThat(h.path()).contains("no shuffle");
             });
 
     for (int i = 0; i < after.size(); i++) {

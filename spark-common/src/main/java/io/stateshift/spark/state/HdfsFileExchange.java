@@ -138,7 +138,9 @@ final class HdfsFileExchange {
       return new StateRedistributionJob.ReadOutcome(
           new Redistribution.PartitionCount(
               spec.slot(), task.oldPartition(), splitter.totalRows, splitter.totalBytes, null),
-          staged);
+          staged,
+          List.of(),
+          splitter.leftOut);
     } catch (StateFileDamage.DamagedFile e) {
       abandon(splitter);
       throw StateFileDamage.refusal(checkpointRoot, e);
@@ -619,8 +621,14 @@ final class HdfsFileExchange {
 
     Path source;
     private final UnsafeRow keyRow;
+    private final UnsafeRow valueRow;
+    private final EntryEdit edit;
+    private final int oldPartition;
     long totalRows;
     long totalBytes;
+
+    /** Entries an edit left out: read, counted in {@link #totalRows}, not staged. */
+    long leftOut;
 
     Splitter(SplitTask task, Staging staging) {
       this.placement = task.placement();
@@ -628,6 +636,9 @@ final class HdfsFileExchange {
       this.staging = staging;
       this.newPartitions = task.newPartitions();
       this.keyRow = new UnsafeRow(task.spec().keySchema().length());
+      this.valueRow = new UnsafeRow(task.spec().valueSchema().length());
+      this.edit = task.edit();
+      this.oldPartition = task.oldPartition();
     }
 
     /** A key and its value, both in {@code data} (a decompressed delta). */
@@ -650,9 +661,22 @@ final class HdfsFileExchange {
         check.report(String.valueOf(file));
       }
       int p = StateStores.KeyPlacement.pmod(hash, newPartitions);
-      staging.append(p, key, keyOffset, keyLength, value, valueOffset, valueLength);
       totalRows++;
       totalBytes += keyLength + valueLength;
+      if (edit != null) {
+        valueRow.pointTo(value, Platform.BYTE_ARRAY_OFFSET + valueOffset, valueLength);
+        if (edit.leavesOut(oldPartition, keyRow, valueRow)) {
+          leftOut++;
+          return;
+        }
+        UnsafeRow kept = edit.value(oldPartition, keyRow, valueRow);
+        if (kept != valueRow) {
+          byte[] rewritten = kept.getBytes();
+          staging.append(p, key, keyOffset, keyLength, rewritten, 0, rewritten.length);
+          return;
+        }
+      }
+      staging.append(p, key, keyOffset, keyLength, value, valueOffset, valueLength);
     }
 
     List<StateRedistributionJob.StagedFile> finish() throws IOException {

@@ -19,6 +19,7 @@ import org.apache.hadoop.conf.Configuration;
  * @param listedFiles the files of the old partition's folder (lengths, etags), by name, from the
  *     driver's listing of the operator's state where it made one (an object store: one flat listing
  *     instead of one per folder), so that the task lists nothing; null: the task lists
+ * @param edit what an edit does to each entry, where the exchange applies one; else null
  */
 record SplitTask(
     StoreSpec spec,
@@ -31,7 +32,8 @@ record SplitTask(
     String exchangeDir,
     Configuration hadoopConf,
     TaskTimer timer,
-    java.util.Map<String, ListedFile> listedFiles) {
+    java.util.Map<String, ListedFile> listedFiles,
+    EntryEdit edit) {
 
   /** The same task, with the version read named as {@code source}. */
   SplitTask withSource(String source) {
@@ -46,7 +48,8 @@ record SplitTask(
         exchangeDir,
         hadoopConf,
         timer,
-        listedFiles);
+        listedFiles,
+        edit);
   }
 
   /**

@@ -87,10 +87,15 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * What one read task of a file exchange produced: its counts and the files it staged, or, where
    * it wrote its new partitions itself ({@link RocksDbSstExchange#splitToMultiple}), their counts.
    */
-  record ReadOutcome(PartitionCount count, List<StagedFile> files, List<PartitionCount> written)
+  record ReadOutcome(
+      PartitionCount count, List<StagedFile> files, List<PartitionCount> written, long leftOut)
       implements Serializable {
+    ReadOutcome(PartitionCount count, List<StagedFile> files, List<PartitionCount> written) {
+      this(count, files, written, 0);
+    }
+
     ReadOutcome(PartitionCount count, List<StagedFile> files) {
-      this(count, files, List.of());
+      this(count, files, List.of(), 0);
     }
   }
 
@@ -307,7 +312,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    */
   private StateExchange exchange(RuntimeConfig conf) {
     if (!deletions.isEmpty() || !upserts.isEmpty() || !transforms.isEmpty()) {
-      // the file exchanges move raw bytes: an edit reads entries one by one
+      // the HDFS file exchange edits the raw records it splits; the RocksDB one moves SST files
+      // whole, so there an edit reads entries one by one
+      HdfsFiles hdfsFiles = new HdfsFiles();
+      if (upserts.isEmpty() && hdfsFiles.applies(conf)) {
+        return hdfsFiles;
+      }
       InPlace inPlace = new InPlace();
       return inPlace.applies(conf) ? inPlace : new Shuffle();
     }
@@ -381,8 +391,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     return added;
   }
 
+  /** The entries an edit's file exchange left out, counted on the driver from the read outcomes. */
+  private List<PartitionCount> fileExchangeLeftOut = List.of();
+
   @Override
   public List<PartitionCount> deleted() {
+    if (!fileExchangeLeftOut.isEmpty()) {
+      return fileExchangeLeftOut;
+    }
     return deletedCounts == null ? List.of() : List.copyOf(deletedCounts.value());
   }
 
@@ -622,7 +638,10 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         exchangeDir(),
         hadoopConf(),
         timer,
-        task.listedFiles());
+        task.listedFiles(),
+        deletions.containsKey(task.slot()) || transforms.containsKey(task.slot())
+            ? new EntryEdit(deletions.get(task.slot()), transforms.get(task.slot()))
+            : null);
   }
 
   /**
@@ -748,11 +767,18 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     }
     List<PartitionCount> read = new ArrayList<>();
     List<PartitionCount> writtenInReadStage = new ArrayList<>();
+    List<PartitionCount> leftOut = new ArrayList<>();
     for (ReadOutcome outcome : reads) {
       read.add(outcome.count());
+      if (outcome.leftOut() > 0) {
+        PartitionCount count = outcome.count();
+        leftOut.add(
+            new PartitionCount(count.slot(), count.partition(), outcome.leftOut(), 0, null));
+      }
       outcome.files().forEach(f -> filesPerTarget.get(f.target()).add(f));
       writtenInReadStage.addAll(outcome.written());
     }
+    fileExchangeLeftOut = List.copyOf(leftOut);
     if (splitInPlace) {
       return new Outcome(
           List.copyOf(read), List.copyOf(writtenInReadStage), List.copyOf(placementNotes.value()));

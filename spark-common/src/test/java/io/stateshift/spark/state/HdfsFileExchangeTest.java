@@ -318,6 +318,7 @@ class HdfsFileExchangeTest {
             exchange,
             hadoopConf,
             new TaskTimer("t"),
+            null,
             null),
         partitionDir,
         version,
