@@ -64,8 +64,9 @@ public class ResultsTable {
         + "stateshift | floor s | stateshift / floor | cold stateshift s | cold built-in s | cold "
         + "built-in / stateshift | on-demand restart s (plain restart s) | stateshift peak heap "
         + "MB (-Xmx) | stateshift rows/s | ms per store above floor | migrate to the other provider s "
-        + "(migrate / stateshift) | from a prepared layout s (prepared / stateshift) |\n");
-    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        + "(migrate / stateshift) | from a prepared layout s (prepared / stateshift) | erase of 1% "
+        + "of the keys s (erase / stateshift) |\n");
+    table.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Row r : rows) {
       table.append("| ").append(String.join(" | ", r.cells())).append(" |\n");
     }
@@ -137,6 +138,12 @@ public class ResultsTable {
         ? seconds(m.path("prepared").path("minMillis")) + " ("
             + ratio(ratios.path("prepared/stateshift")) + ")"
         : "-";
+    String erase = m.has("erase") && m.path("erase").has("minMillis")
+        && m.path("stateshift").has("minMillis")
+        ? seconds(m.path("erase").path("minMillis")) + " (" + String.format(Locale.ROOT, "%.2f",
+            m.path("erase").path("minMillis").asDouble()
+                / m.path("stateshift").path("minMillis").asDouble()) + ")"
+        : "-";
     String heap = m.has("stateshift")
         ? (m.path("stateshift").path("maxHeapPeakBytes").asLong() >> 20) + " (" + heapMb + ")"
         : "-";
@@ -163,7 +170,8 @@ public class ResultsTable {
                 c.path("stateshiftMsPerStoreAboveFloor").asDouble())
             : "-",
         migrate,
-        prepared};
+        prepared,
+        erase};
   }
 
   private static String minMedian(JsonNode method) {

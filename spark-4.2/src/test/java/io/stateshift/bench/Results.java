@@ -248,6 +248,7 @@ final class Results {
       ratios.put("stateshift/unchecked", finite(ratio(STATESHIFT, UNCHECKED)));
       ratios.put("migrate/stateshift", finite(ratio(MIGRATE, STATESHIFT)));
       ratios.put("prepared/stateshift", finite(ratio(PREPARED, STATESHIFT)));
+      ratios.put("erase/stateshift", finite(ratio(ERASE, STATESHIFT)));
       m.put("ratiosOfMin", ratios);
       m.put("stateshiftRowsPerSecond", finite(stateshiftRowsPerSecond()));
       m.put("storesPerPartition", storesPerPartition);
