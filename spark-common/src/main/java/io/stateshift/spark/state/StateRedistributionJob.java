@@ -154,33 +154,12 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   private CollectionAccumulator<PartitionCount> readCounts;
 
-  /**
-   * For an edit: per store slot, the predicate of the entries left out; empty for a repartition or
-   * a migration. Only the shuffle reads entries one by one, so an edit takes it.
-   */
-  private java.util.Map<Integer, StatePredicate> deletions = java.util.Map.of();
+  /** What an edit or an evolution does to the entries; nothing for a repartition or a migration. */
+  private final StateEdits edits = new StateEdits();
 
   private CollectionAccumulator<PartitionCount> deletedCounts;
 
-  /**
-   * For an edit that upserts: per store slot, the entries to write (on the driver only) and the
-   * keys whose own entries the read side leaves out, as a broadcast.
-   */
-  private transient java.util.Map<
-          Integer,
-          org.apache.spark.api.java.JavaRDD<org.apache.spark.sql.catalyst.expressions.UnsafeRow[]>>
-      upserts = java.util.Map.of();
-
-  private java.util.Map<Integer, Broadcast<java.util.Set<StateUpsert.KeyBytes>>> upsertedKeys =
-      java.util.Map.of();
-
   private List<PartitionCount> added = List.of();
-
-  /** For an evolution: per store slot, the rewrite of every value into the new schema. */
-  private java.util.Map<Integer, StateValueTransform> transforms = java.util.Map.of();
-
-  /** The stores as written: with their new value schema where an evolution changes it. */
-  private List<StoreSpec> writeStores;
 
   /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
   private boolean inProcessDeletes = true;
@@ -311,11 +290,11 @@ final class StateRedistributionJob implements Redistribution, Serializable {
    * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
    */
   private StateExchange exchange(RuntimeConfig conf) {
-    if (!deletions.isEmpty() || !upserts.isEmpty() || !transforms.isEmpty()) {
+    if (edits.any()) {
       // the HDFS file exchange edits the raw records it splits; the RocksDB one moves SST files
       // whole, so there an edit reads entries one by one
       HdfsFiles hdfsFiles = new HdfsFiles();
-      if (upserts.isEmpty() && hdfsFiles.applies(conf)) {
+      if (!edits.adds() && hdfsFiles.applies(conf)) {
         return hdfsFiles;
       }
       InPlace inPlace = new InPlace();
@@ -332,11 +311,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
   @Override
   public Redistribution deleteWhere(SparkSession spark, java.util.Map<Integer, String> predicates) {
-    java.util.Map<Integer, StatePredicate> compiled = new java.util.HashMap<>();
-    predicates.forEach(
-        (slot, text) ->
-            compiled.put(slot, StatePredicate.compile(spark, stores.get(slot), text, false)));
-    this.deletions = java.util.Map.copyOf(compiled);
+    edits.deleteWhere(spark, stores, predicates);
     return this;
   }
 
@@ -344,23 +319,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   public Redistribution upsert(
       SparkSession spark,
       java.util.Map<Integer, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>> rows) {
-    java.util.Map<
-            Integer,
-            org.apache.spark.api.java.JavaRDD<
-                org.apache.spark.sql.catalyst.expressions.UnsafeRow[]>>
-        entries = new java.util.HashMap<>();
-    java.util.Map<Integer, Broadcast<java.util.Set<StateUpsert.KeyBytes>>> keys =
-        new java.util.HashMap<>();
-    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    rows.forEach(
-        (slot, data) -> {
-          var converted =
-              StateUpsert.entries(StateUpsert.checked(spark, stores.get(slot), data)).cache();
-          entries.put(slot, converted);
-          keys.put(slot, jsc.broadcast(StateUpsert.keys(converted)));
-        });
-    this.upserts = entries;
-    this.upsertedKeys = keys;
+    edits.upsert(spark, stores, rows);
     return this;
   }
 
@@ -369,21 +328,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       SparkSession spark,
       java.util.Map<Integer, org.apache.spark.sql.types.StructType> valueSchemas,
       java.util.Map<String, String> fills) {
-    java.util.Map<Integer, StateValueTransform> compiled = new java.util.HashMap<>();
-    List<StoreSpec> written = new ArrayList<>(stores);
-    valueSchemas.forEach(
-        (slot, schema) -> {
-          compiled.put(slot, StateValueTransform.compile(spark, stores.get(slot), schema, fills));
-          written.set(slot, stores.get(slot).withValueSchema(schema));
-        });
-    this.transforms = java.util.Map.copyOf(compiled);
-    this.writeStores = List.copyOf(written);
+    edits.evolveValues(spark, stores, valueSchemas, fills);
     return this;
   }
 
   /** A store as the write side writes it. */
   private StoreSpec writeSpec(int slot) {
-    return writeStores != null ? writeStores.get(slot) : stores.get(slot);
+    return edits.writeSpec(stores, slot);
   }
 
   @Override
@@ -468,7 +419,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           jsc.parallelize(sources, sources.size()).flatMap(StateRedistributionJob.this::read);
       List<PartitionCount> upserted = new ArrayList<>();
       StateRedistributionJob job = StateRedistributionJob.this; // tasks need it, not Shuffle
-      for (var upsert : upserts.entrySet()) {
+      for (var upsert : edits.upserts().entrySet()) {
         int slot = upsert.getKey();
         read = read.union(upsert.getValue().mapPartitions(e -> job.upsertRecords(slot, e)));
         upserted.add(new PartitionCount(slot, -1, upsert.getValue().count(), 0, null));
@@ -508,7 +459,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   private final class InPlace implements StateExchange {
     @Override
     public boolean applies(RuntimeConfig conf) {
-      return upserts.isEmpty()
+      return !edits.adds()
           && oldPartitions == newPartitions
           && stores.stream().noneMatch(StoreSpec::hasColumnFamilies)
           && !"shuffle".equals(conf.get(EDIT_EXCHANGE_CONF, "in-place"));
@@ -639,9 +590,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         hadoopConf(),
         timer,
         task.listedFiles(),
-        deletions.containsKey(task.slot()) || transforms.containsKey(task.slot())
-            ? new EntryEdit(deletions.get(task.slot()), transforms.get(task.slot()))
-            : null);
+        edits.entryEdit(task.slot()));
   }
 
   /**
@@ -1341,11 +1290,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       throw e;
     }
     StateStoreIterator<UnsafeRowPair> entries = LineCalls.rows(store);
-    StatePredicate deletion = deletions.get(spec.slot());
-    Broadcast<java.util.Set<StateUpsert.KeyBytes>> replaced = upsertedKeys.get(spec.slot());
-    LeftOut rows =
-        new LeftOut(
-            entries, deletion, replaced == null ? null : replaced.value(), task.partition());
+    StateEdits.Kept rows = edits.kept(entries, spec.slot(), task.partition());
     timer.lap("load");
     TaskContext.get()
         .addTaskCompletionListener(
@@ -1365,7 +1310,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         rocksDbMode == RocksDbSnapshotWriter.Mode.SST
             ? new RocksDbSnapshotWriter.Encoding(writeSpec(spec.slot()))
             : null;
-    StateValueTransform transform = transforms.get(spec.slot());
+    boolean countsLeftOut = edits.leavesOut(spec.slot());
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -1378,10 +1323,11 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         if (!more && !reported) {
           reported = true;
           readCounts.add(
-              new PartitionCount(task.slot(), task.partition(), count + rows.leftOut, bytes, null));
-          if (deletion != null || replaced != null) {
+              new PartitionCount(
+                  task.slot(), task.partition(), count + rows.leftOut(), bytes, null));
+          if (countsLeftOut) {
             deletedCounts.add(
-                new PartitionCount(task.slot(), task.partition(), rows.leftOut, 0, null));
+                new PartitionCount(task.slot(), task.partition(), rows.leftOut(), 0, null));
           }
         }
         return more;
@@ -1398,10 +1344,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
           check.report(source);
         }
         int target = firstTarget + StateStores.KeyPlacement.pmod(hash, newPartitions);
-        UnsafeRow value =
-            transform == null
-                ? pair.value()
-                : transform.apply(task.partition(), pair.key(), pair.value());
+        UnsafeRow value = edits.value(spec.slot(), task.partition(), pair.key(), pair.value());
         byte[] record =
             encoding != null
                 ? encoding.record(target, pair.key(), value)
@@ -1441,55 +1384,6 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         return new Tuple2<>(record, null);
       }
     };
-  }
-
-  /**
-   * A store's entries without those an edit leaves out (all of them without one), counting those.
-   * The store reuses its pair object, so an entry is looked at only once the previous one is used.
-   */
-  private static final class LeftOut implements Iterator<UnsafeRowPair> {
-    private final scala.collection.Iterator<UnsafeRowPair> entries;
-    private final StatePredicate deletion;
-    private final java.util.Set<StateUpsert.KeyBytes> replaced;
-    private final int partition;
-    private UnsafeRowPair next;
-    long leftOut;
-
-    LeftOut(
-        scala.collection.Iterator<UnsafeRowPair> entries,
-        StatePredicate deletion,
-        java.util.Set<StateUpsert.KeyBytes> replaced,
-        int partition) {
-      this.entries = entries;
-      this.deletion = deletion;
-      this.replaced = replaced;
-      this.partition = partition;
-    }
-
-    @Override
-    public boolean hasNext() {
-      while (next == null && entries.hasNext()) {
-        UnsafeRowPair pair = entries.next();
-        if ((deletion != null && deletion.matches(partition, pair.key(), pair.value()))
-            || (replaced != null
-                && replaced.contains(new StateUpsert.KeyBytes(pair.key().getBytes())))) {
-          leftOut++;
-        } else {
-          next = pair;
-        }
-      }
-      return next != null;
-    }
-
-    @Override
-    public UnsafeRowPair next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      UnsafeRowPair pair = next;
-      next = null;
-      return pair;
-    }
   }
 
   /** The read side for a store with several column families (transformWithState). */
