@@ -318,6 +318,15 @@ public final class StateShiftConf {
           "HDFS-backed state: `files` splits the version files directly, `shuffle` reads through"
               + " Spark's provider and one shuffle.");
 
+  public static final Setting<String> EDIT_EXCHANGE =
+      string(
+          Section.JOB,
+          "spark.stateshift.edit.exchange",
+          "in-place",
+          false,
+          "An edit or evolution that keeps the partition count and adds no entries: `in-place`"
+              + " rewrites each partition where it is, `shuffle` goes through Spark's shuffle.");
+
   public static final Setting<String> EXCHANGE_DIR =
       string(
           Section.JOB,

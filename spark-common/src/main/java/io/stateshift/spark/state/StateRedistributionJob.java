@@ -448,7 +448,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   }
 
   /** {@code in-place} (the default) or {@code shuffle}: how an edit that keeps the count runs. */
-  static final String EDIT_EXCHANGE_CONF = "spark.stateshift.edit.exchange";
+  static final String EDIT_EXCHANGE_CONF = StateShiftConf.EDIT_EXCHANGE.key();
 
   /**
    * An edit that keeps the partition count and adds no entries: each task reads one (store,
