@@ -122,6 +122,23 @@ class StateCommandsTest {
     assertThat(rollback.exit()).as(rollback.err()).isZero();
     StateShiftCliTest.Run back = cli("state", "--checkpoint", cp, "--limit", "100", "--json");
     assertThat(back.json().get("shown").asInt()).isEqualTo(20);
+
+    // values rewritten in place: an evolution to the same value with a fill
+    StateShiftCliTest.Run scaled =
+        cli(
+            "evolve",
+            "--checkpoint",
+            cp,
+            "--value-schema",
+            "count BIGINT",
+            "--fill",
+            "count=CASE WHEN key.device = 'device-7' THEN value.count * 10 ELSE value.count END",
+            "--assume-stopped");
+    assertThat(scaled.exit()).as(scaled.err()).isZero();
+    StateShiftCliTest.Run seven =
+        cli("state", "--checkpoint", cp, "--where", "key.device = 'device-7'", "--json");
+    assertThat(seven.json().get("entries").get(0).get("value").get("count").asLong())
+        .isEqualTo(10 * batchCount("device-7"));
   }
 
   @Test
