@@ -84,6 +84,16 @@ class StateDataProceduresTest {
             .collectAsList();
     assertThat(erased.get(0).<Long>getAs("entries_before")).isEqualTo(10);
     assertThat(erased.get(0).<Long>getAs("entries_after")).isEqualTo(8);
+    List<Row> history =
+        sql.sql("CALL stateshift.system.history_state('" + cp + "')").collectAsList();
+    assertThat(history)
+        .filteredOn(r -> r.<String>getAs("kind").equals("edit"))
+        .singleElement()
+        .satisfies(
+            r ->
+                assertThat(r.<String>getAs("change"))
+                    .contains("deleted where key.device IN ('device-1', 'device-2')")
+                    .contains("10 -> 8 entries"));
 
     Path seed = tmp.resolve("seed");
     streams

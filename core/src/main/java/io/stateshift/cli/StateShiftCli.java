@@ -517,6 +517,7 @@ public final class StateShiftCli {
       CliJson.text(e, "user", h.user());
       e.put("rolledBack", h.rolledBack());
       e.put("message", h.message().orElse(null));
+      e.put("change", h.change().orElse(null));
     }
     return new Outcome(OK, text.toString(), json);
   }

@@ -592,7 +592,8 @@ final class Procedures {
               .add("user", STRING)
               .add("rolled_back", DataTypes.BooleanType, false)
               .add("message", STRING)
-              .add("attempt_id", STRING),
+              .add("attempt_id", STRING)
+              .add("change", STRING),
           CHECKPOINT);
     }
 
@@ -624,7 +625,8 @@ final class Procedures {
                     known(h.user()),
                     h.rolledBack(),
                     h.message().orElse(null),
-                    known(h.attemptId())
+                    known(h.attemptId()),
+                    h.change().orElse(null)
                   })
           .toList();
     }

@@ -116,6 +116,9 @@ class StateCommandsTest {
     assertThat(history.out())
         .contains("edit", "key.device IN ('device-1', 'device-2')", "20 -> 18 entries");
     assertThat(history.out()).doesNotContain("count\":");
+    StateShiftCliTest.Run historyJson = cli("history", "--checkpoint", cp, "--json");
+    assertThat(historyJson.json().get("entries").findValuesAsText("change"))
+        .anySatisfy(c -> assertThat(c).contains("20 -> 18 entries"));
 
     // rollback undoes the edit: the entries are back
     StateShiftCliTest.Run rollback = cli("rollback", "--checkpoint", cp);
