@@ -16,7 +16,6 @@ import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -350,22 +349,25 @@ class StateEditOracleTest {
   private List<String> oracle(
       StatefulQueries query, List<List<Row>> before, List<List<Row>> after) {
     Path dir = tmp.resolve("oracle");
-    StreamRun run = new StreamRun(spark, dir.resolve("input"));
-    writeAll(run::writeRows, before, after);
-    run.runAvailable(
-        query, dir.resolve("checkpoint"), dir.resolve("sink"), StateStores.HDFS.withPartitions(5));
-    return run.sinkRows(dir.resolve("sink"), query);
+    return oracleRun(query, before, after, dir).sinkRows(dir.resolve("sink"), query);
   }
 
   /** The oracle's rows written by the batches over {@code after}'s files (one batch a file). */
   private List<String> oracleAfter(
       StatefulQueries query, List<List<Row>> before, List<List<Row>> after) {
     Path dir = tmp.resolve("oracle");
+    oracleRun(query, before, after, dir);
+    return rowsOfBatchesAfter(dir.resolve("sink"), before.size() - 1);
+  }
+
+  /** Runs the query once over all the files, in {@code dir} (input, checkpoint, sink). */
+  private StreamRun oracleRun(
+      StatefulQueries query, List<List<Row>> before, List<List<Row>> after, Path dir) {
     StreamRun run = new StreamRun(spark, dir.resolve("input"));
     writeAll(run::writeRows, before, after);
     run.runAvailable(
         query, dir.resolve("checkpoint"), dir.resolve("sink"), StateStores.HDFS.withPartitions(5));
-    return rowsOfBatchesAfter(dir.resolve("sink"), before.size() - 1);
+    return run;
   }
 
   private List<String> joinOracleAfter(
@@ -393,9 +395,15 @@ class StateEditOracleTest {
 
   /** The rows of every batch after {@code batchId}, sorted, as strings. */
   private List<String> rowsOfBatchesAfter(Path sink, long batchId) {
-    Dataset<Row> all = spark.read().parquet(sink.toString());
-    Function<Dataset<Row>, List<String>> rows =
-        d -> d.drop("batch").collectAsList().stream().map(Row::toString).sorted().toList();
-    return rows.apply(all.where(col("batch").gt(batchId)));
+    return spark
+        .read()
+        .parquet(sink.toString())
+        .where(col("batch").gt(batchId))
+        .drop("batch")
+        .collectAsList()
+        .stream()
+        .map(Row::toString)
+        .sorted()
+        .toList();
   }
 }
