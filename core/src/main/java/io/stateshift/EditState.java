@@ -120,7 +120,8 @@ public final class EditState extends StateChange<EditState> {
             matches.add(new EditPreview.Matches(store, row.getInt(0), row.getLong(1)));
           }
           if (sample.isEmpty()) {
-            sample.addAll(matching.select("key").limit(5).toJSON().collectAsList());
+            // distinct: a key of state in column families has entries in several of them
+            sample.addAll(matching.select("key").distinct().limit(5).toJSON().collectAsList());
           }
         } finally {
           matching.unpersist();

@@ -1,11 +1,13 @@
 package io.stateshift;
 
+import static org.apache.spark.sql.functions.col;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
+import io.stateshift.testing.StreamRun;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,6 +20,7 @@ import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -72,6 +75,97 @@ class JoinStateFormat3Test {
     assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf(store, 3)), 2);
 
     assertThat(run.sinkRows(sink, query)).containsExactlyElementsOf(oracle(query, store));
+  }
+
+  /**
+   * A join key erased from state in format 3 goes from all four column families at once: Spark's
+   * own reader finds none of its entries afterwards, and rows that arrive after the erase match
+   * exactly what they match in an uninterrupted run over the input without the key's earlier rows.
+   */
+  @Test
+  void erasedJoinKeyLeavesEveryColumnFamily() {
+    OperatorQueries query = OperatorQueries.JOIN_INNER;
+    String erased = "device-3";
+    List<Row> first = events(0);
+    List<Row> second = events(1);
+    OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
+    Path checkpoint = tmp.resolve("checkpoint");
+    Path sink = tmp.resolve("sink");
+    run.writeRows(0, first);
+    run.runAvailable(query, checkpoint, sink, conf(StateStores.ROCKSDB, 3));
+
+    // read as data: one row per entry of each of the four stores, kind join, keyed by join key
+    Dataset<Row> state = StateShift.get(spark).readState(checkpoint.toString()).load();
+    assertThat(
+            state.select("variable").distinct().collectAsList().stream()
+                .map(r -> r.getString(0))
+                .sorted()
+                .toList())
+        .containsExactlyElementsOf(FAMILIES);
+    assertThat(state.where("kind != 'join'").count()).isZero();
+    String predicate = "key.field0 = '" + erased + "'";
+    long entries = state.where(predicate).count();
+    assertThat(entries).isPositive();
+
+    RepartitionResult edited =
+        StateShift.get(spark).editState(checkpoint.toString()).deleteWhere(predicate).execute();
+    assertThat(edited.stores())
+        .singleElement()
+        .satisfies(m -> assertThat(m.rowsRead() - m.rowsWritten()).isEqualTo(entries));
+    for (String family : FAMILIES) {
+      Dataset<Row> rows =
+          spark
+              .read()
+              .format("statestore")
+              .option("batchId", edited.batchId())
+              .option("operatorId", 0)
+              .option("storeName", family)
+              .load(checkpoint.toString());
+      assertThat(rows.count()).as("rows of %s", family).isPositive();
+      assertThat(rows.where("key.field0 = '" + erased + "'").count())
+          .as("erased key in %s", family)
+          .isZero();
+    }
+
+    run.writeRows(1, second);
+    run.writeFlush(2);
+    run.runAvailable(query, checkpoint, sink, conf(StateStores.ROCKSDB, 3));
+    Path oracleDir = tmp.resolve("oracle");
+    OperatorRun oracle = new OperatorRun(spark, oracleDir.resolve("input"));
+    oracle.writeRows(0, first.stream().filter(r -> !r.getString(1).equals(erased)).toList());
+    oracle.writeRows(1, second);
+    oracle.writeFlush(2);
+    oracle.runAvailable(
+        query,
+        oracleDir.resolve("checkpoint"),
+        oracleDir.resolve("sink"),
+        conf(StateStores.ROCKSDB, 4));
+    List<String> afterErase = rowsOfBatchesAfter(sink, edited.batchId());
+    assertThat(afterErase)
+        .isNotEmpty()
+        .containsExactlyElementsOf(rowsOfBatchesAfter(oracleDir.resolve("sink"), 0));
+    // kept keys still match their old rows; the erased key's old rows match nothing
+    assertThat(afterErase).anyMatch(r -> r.contains(",e0-"));
+    assertThat(afterErase).noneMatch(r -> r.startsWith("[" + erased + ",") && r.contains(",e0-"));
+  }
+
+  private List<Row> events(int index) {
+    Path dir = tmp.resolve("gen-" + index);
+    new StreamRun(spark, dir).writeEvents(index, ROWS_PER_FILE, DEVICES);
+    return spark.read().schema(StreamRun.EVENT_SCHEMA).json(dir.toString()).collectAsList();
+  }
+
+  private List<String> rowsOfBatchesAfter(Path sink, long batchId) {
+    return spark
+        .read()
+        .parquet(sink.toString())
+        .where(col("batch").gt(batchId))
+        .drop("batch")
+        .collectAsList()
+        .stream()
+        .map(Row::toString)
+        .sorted()
+        .toList();
   }
 
   private void repartitionAndCheck(Path checkpoint, int from, int to) {

@@ -172,6 +172,13 @@ final class CommandLine {
       CliOption.value(
               "where", "<predicate>", null, "only the entries this SQL predicate is true for")
           .checkedBy(CliOption::notBlank);
+  private static final CliOption COLUMN_FAMILY =
+      CliOption.value(
+              "column-family",
+              "<name>",
+              "all, key and value as JSON",
+              "one column family (transformWithState variable, timers, TTL index), typed")
+          .checkedBy(CliOption::notBlank);
   private static final CliOption LIMIT =
       CliOption.value("limit", "<n>", "20", "at most this many entries")
           .checkedBy(CliOption.atLeast(1));
@@ -326,9 +333,11 @@ final class CommandLine {
           Prints the entries of one state store of the stopped query at --checkpoint, at its last
           committed batch: partition_id, then the key and value columns (key.<field>,
           value.<field>), the names Spark's state data source uses. --where filters with a SQL
-          predicate over them. Read-only; every Spark line, both state stores.
+          predicate over them. Read-only; every Spark line, both state stores. transformWithState
+          (and a join in state format 3) shows each entry's variable, column family and kind
+          (value, list, map, timer, ttl), its grouping key, and the family's own key and value.
           """,
-              withSpark(CHECKPOINT, OPERATOR, STORE, WHERE, LIMIT, JSON),
+              withSpark(CHECKPOINT, OPERATOR, STORE, COLUMN_FAMILY, WHERE, LIMIT, JSON),
               "stateshift state --checkpoint /data/checkpoints/orders --where \"key.user = 'u42'\""),
           new CliCommand(
               "export",
@@ -342,6 +351,7 @@ final class CommandLine {
                   CHECKPOINT,
                   OPERATOR,
                   STORE,
+                  COLUMN_FAMILY,
                   WHERE,
                   CliOption.value("out", "<path>", null, "where to write the table")
                       .mandatory()

@@ -37,6 +37,9 @@ final class StateCommands {
     if (args.has("store")) {
       read.store(args.value("store"));
     }
+    if (args.has("column-family")) {
+      read.columnFamily(args.value("column-family"));
+    }
     if (args.has("where")) {
       read.where(args.value("where"));
     }

@@ -60,7 +60,7 @@ final class StateEditCheck {
       if (store.operatorId() != operator.id()) {
         continue;
       }
-      if (store.hasColumnFamilies()) {
+      if (store.hasColumnFamilies() && (edit.evolves() || edit.upsertRows() != null)) {
         throw new StateShiftException(
             Reason.UNSUPPORTED_OPERATOR,
             "Operator "
@@ -68,13 +68,18 @@ final class StateEditCheck {
                 + " ("
                 + operator.name()
                 + ") keeps its state in column families (transformWithState, or a join in state"
-                + " format 3), which stateshift does not edit yet. The checkpoint was not"
-                + " changed.");
+                + " format 3): its keys can be erased (--delete-where over partition_id and key,"
+                + " the grouping key), but not "
+                + (edit.evolves() ? "evolved" : "upserted")
+                + ". The checkpoint was not changed.");
       }
       if (edit.deleteWhere() != null) {
         SparkLines.get()
             .checkStatePredicate(
-                spark, store, edit.deleteWhere(), operator.name().equals(StateLayout.JOIN));
+                spark,
+                store,
+                edit.deleteWhere(),
+                operator.name().equals(StateLayout.JOIN) || store.hasColumnFamilies());
       }
       if (edit.evolves()) {
         checkEvolution(spark, files, edit, operator, store);

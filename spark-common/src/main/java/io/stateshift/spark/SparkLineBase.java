@@ -109,8 +109,8 @@ public abstract class SparkLineBase implements SparkLine {
 
   @Override
   public org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> readState(
-      SparkSession spark, StateLayout layout, StoreSpec store) {
-    return SparkState.readState(spark, layout, store);
+      SparkSession spark, StateLayout layout, StoreSpec store, String columnFamily) {
+    return SparkState.readState(spark, layout, store, columnFamily);
   }
 
   @Override

@@ -8,6 +8,7 @@ import io.stateshift.RepartitionResult;
 import io.stateshift.StateShift;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
@@ -91,9 +92,18 @@ final class StateDataProcedures {
       }
       int limit = args.integer(4) == null ? 1000 : args.integer(4);
       List<Object[]> out = new ArrayList<>();
+      Dataset<Row> rows = read.load();
+      // a store with column families gives its values as JSON text already, and names each
+      // entry's variable, family and kind beside its grouping key
+      boolean families = rows.schema().getFieldIndex("kind").isDefined();
       for (Row row :
-          read.load()
-              .selectExpr("partition_id", "to_json(key)", "to_json(value)")
+          rows.selectExpr(
+                  "partition_id",
+                  families
+                      ? "to_json(named_struct('variable', variable, 'column_family', column_family,"
+                          + " 'kind', kind, 'key', key, 'entry_key', entry_key))"
+                      : "to_json(key)",
+                  families ? "value" : "to_json(value)")
               .limit(limit)
               .collectAsList()) {
         out.add(new Object[] {row.getInt(0), row.getString(1), row.getString(2)});

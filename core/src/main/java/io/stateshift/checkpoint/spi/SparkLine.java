@@ -122,9 +122,14 @@ public interface SparkLine {
   /**
    * The entries of one store of the layout at its last committed batch, one row per entry: {@code
    * partition_id}, {@code key} and {@code value}, structs of the store's recorded schemas, as
-   * Spark's state data source names them. Read-only.
+   * Spark's state data source names them. Read-only. A store with column families
+   * (transformWithState, a join in state format 3) gives {@code partition_id}, {@code variable},
+   * {@code column_family}, {@code kind}, {@code key} (the grouping key), {@code entry_key} and
+   * {@code value}: those of {@code columnFamily} typed, or all of them as JSON text where it is
+   * null.
    */
-  Dataset<Row> readState(SparkSession spark, StateLayout layout, StoreSpec store);
+  Dataset<Row> readState(
+      SparkSession spark, StateLayout layout, StoreSpec store, String columnFamily);
 
   /**
    * Checks that {@code predicate}, a SQL boolean expression over {@code partition_id}, {@code key}

@@ -6,4 +6,12 @@ package io.stateshift.spark.line;
  */
 public final class TransformWithStateVariableInfo {
   private TransformWithStateVariableInfo() {}
+
+  public String stateName() {
+    throw new IllegalStateException("Spark 3.5 has no transformWithState");
+  }
+
+  public Object stateVariableType() {
+    throw new IllegalStateException("Spark 3.5 has no transformWithState");
+  }
 }

@@ -46,7 +46,8 @@ final class ColumnFamilyStates {
   }
 
   /** One state entry of column family number {@code family}. */
-  record Entry(int family, int newPartition, UnsafeRow key, UnsafeRow value) {
+  record Entry(
+      int family, int newPartition, UnsafeRow key, UnsafeRow value, UnsafeRow groupingKey) {
     byte[] record(int target) {
       throw unavailable();
     }

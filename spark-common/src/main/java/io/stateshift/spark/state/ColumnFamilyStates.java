@@ -110,12 +110,17 @@ final class ColumnFamilyStates {
             throw new NoSuchElementException();
           }
           UnsafeRowPair pair = rows.next();
-          int hash = placement.hash(pair.key());
+          UnsafeRow partitionKey = placement.partitionKey(pair.key());
+          int hash = placement.hashOfPartitionKey(partitionKey);
           if (check != null && check.misplaced(hash)) {
             check.report(source);
           }
           return new Entry(
-              family, StateStores.KeyPlacement.pmod(hash, newPartitions), pair.key(), pair.value());
+              family,
+              StateStores.KeyPlacement.pmod(hash, newPartitions),
+              pair.key(),
+              pair.value(),
+              partitionKey);
         }
       };
     }
@@ -133,8 +138,12 @@ final class ColumnFamilyStates {
     }
   }
 
-  /** One state entry of column family number {@code family}; the rows are reused by the store. */
-  record Entry(int family, int newPartition, UnsafeRow key, UnsafeRow value) {
+  /**
+   * One state entry of column family number {@code family}, with its grouping key (a join's key) as
+   * Spark's partition key extractor finds it in the family's key; the rows are reused.
+   */
+  record Entry(
+      int family, int newPartition, UnsafeRow key, UnsafeRow value, UnsafeRow groupingKey) {
     /** The shuffle record: the family index in two bytes, then the key row, then the value row. */
     byte[] record(int target) {
       int keySize = key.getSizeInBytes();

@@ -118,8 +118,8 @@ public final class SparkState {
 
   /** See {@link StateRows}: a store's entries as rows. */
   public static org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> readState(
-      SparkSession spark, StateLayout layout, StoreSpec store) {
-    return StateRows.read(spark, layout, store);
+      SparkSession spark, StateLayout layout, StoreSpec store, String columnFamily) {
+    return StateRows.read(spark, layout, store, columnFamily);
   }
 
   /** See {@link StatePredicate#compile}. */

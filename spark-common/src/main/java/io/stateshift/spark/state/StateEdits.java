@@ -40,7 +40,10 @@ final class StateEdits implements Serializable {
     Map<Integer, StatePredicate> compiled = new HashMap<>();
     predicates.forEach(
         (slot, text) ->
-            compiled.put(slot, StatePredicate.compile(spark, stores.get(slot), text, false)));
+            compiled.put(
+                slot,
+                StatePredicate.compile(
+                    spark, stores.get(slot), text, stores.get(slot).hasColumnFamilies())));
     deletions = Map.copyOf(compiled);
   }
 
@@ -100,6 +103,57 @@ final class StateEdits implements Serializable {
   /** Whether the store's read side leaves entries out (and so counts them). */
   boolean leavesOut(int slot) {
     return deletions.containsKey(slot) || upsertedKeys.containsKey(slot);
+  }
+
+  /**
+   * The entries of one partition of a store with column families that the edit keeps: those whose
+   * grouping key the predicate does not match (every family of a key goes together); in a task.
+   */
+  KeptEntries keptEntries(Iterator<ColumnFamilyStates.Entry> entries, int slot, int partition) {
+    return new KeptEntries(entries, deletions.get(slot), partition);
+  }
+
+  /** See {@link #keptEntries}; counts the entries it leaves out. */
+  static final class KeptEntries implements Iterator<ColumnFamilyStates.Entry> {
+    private final Iterator<ColumnFamilyStates.Entry> entries;
+    private final StatePredicate deletion;
+    private final int partition;
+    private ColumnFamilyStates.Entry next;
+    private long leftOut;
+
+    private KeptEntries(
+        Iterator<ColumnFamilyStates.Entry> entries, StatePredicate deletion, int partition) {
+      this.entries = entries;
+      this.deletion = deletion;
+      this.partition = partition;
+    }
+
+    long leftOut() {
+      return leftOut;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null && entries.hasNext()) {
+        ColumnFamilyStates.Entry entry = entries.next();
+        if (deletion != null && deletion.matches(partition, entry.groupingKey(), null)) {
+          leftOut++;
+        } else {
+          next = entry;
+        }
+      }
+      return next != null;
+    }
+
+    @Override
+    public ColumnFamilyStates.Entry next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      ColumnFamilyStates.Entry entry = next;
+      next = null;
+      return entry;
+    }
   }
 
   /** The value an entry keeps (a row the next call may reuse where it is rewritten). */

@@ -45,14 +45,26 @@ final class StatePredicate implements Serializable {
     if (text == null || text.isBlank()) {
       throw refusal(store, "", "the predicate is empty", StateRows.schema(store));
     }
-    // a join's predicate is analyzed without the value, so that naming it is refused as such
-    StructType schema = keyOnly ? dropValue(StateRows.schema(store)) : StateRows.schema(store);
+    // a join's or transformWithState's predicate is analyzed over partition and key alone, so
+    // that naming anything else is refused as such
+    StructType schema = keyOnly ? keyColumns(StateRows.schema(store)) : StateRows.schema(store);
     LogicalPlan analyzed;
     try {
       analyzed =
           Plans.queryExecution(spark.createDataFrame(List.<Row>of(), schema).where(text))
               .analyzed();
     } catch (Exception e) { // AnalysisException, and the parser's ParseException
+      if (keyOnly && store.hasColumnFamilies()) {
+        throw refusal(
+            store,
+            text,
+            "entries of state in column families are chosen by partition_id and key (the"
+                + " grouping key) only, so that a key loses all its state together (a"
+                + " transformWithState key its variables, timers and TTL entries; a join key its"
+                + " rows in all four stores); "
+                + firstLine(e.getMessage()),
+            schema);
+      }
       if (keyOnly && text.matches("(?s).*\\bvalue\\b.*")) {
         throw refusal(
             store,
@@ -89,10 +101,10 @@ final class StatePredicate implements Serializable {
     return text;
   }
 
-  private static StructType dropValue(StructType schema) {
+  private static StructType keyColumns(StructType schema) {
     return new StructType(
         java.util.Arrays.stream(schema.fields())
-            .filter(f -> !f.name().equals(StateRows.VALUE))
+            .filter(f -> f.name().equals(StateRows.PARTITION) || f.name().equals(StateRows.KEY))
             .toArray(StructField[]::new));
   }
 

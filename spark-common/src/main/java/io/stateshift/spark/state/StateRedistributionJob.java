@@ -1398,12 +1398,16 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             storeConf,
             hadoopConf());
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
-    Iterator<ColumnFamilyStates.Entry> entries =
-        reader.entries(
-            spec,
-            newPartitions,
-            placementCheck(spec, task.partition()),
-            versionFiles(spec, task.partition()));
+    StateEdits.KeptEntries entries =
+        edits.keptEntries(
+            reader.entries(
+                spec,
+                newPartitions,
+                placementCheck(spec, task.partition()),
+                versionFiles(spec, task.partition())),
+            spec.slot(),
+            task.partition());
+    boolean countsLeftOut = edits.leavesOut(spec.slot());
     int firstTarget = spec.slot() * newPartitions;
     return new Iterator<>() {
       long count;
@@ -1415,7 +1419,13 @@ final class StateRedistributionJob implements Redistribution, Serializable {
         boolean more = entries.hasNext();
         if (!more && !reported) {
           reported = true;
-          readCounts.add(new PartitionCount(task.slot(), task.partition(), count, bytes, null));
+          readCounts.add(
+              new PartitionCount(
+                  task.slot(), task.partition(), count + entries.leftOut(), bytes, null));
+          if (countsLeftOut) {
+            deletedCounts.add(
+                new PartitionCount(task.slot(), task.partition(), entries.leftOut(), 0, null));
+          }
         }
         return more;
       }

@@ -56,27 +56,35 @@ final class StateRows implements Serializable {
     this.checkpointIds = layout.checkpointIds();
   }
 
-  /** The schema of a store's rows. */
+  /** The schema of a store's rows (see {@link ColumnFamilyRows} for a store with families). */
   static StructType schema(StoreSpec store) {
+    if (store.hasColumnFamilies()) {
+      return ColumnFamilyRows.schema(store, null);
+    }
     return new StructType()
         .add(PARTITION, DataTypes.IntegerType, false)
         .add(KEY, store.keySchema(), false)
         .add(VALUE, store.valueSchema(), true);
   }
 
-  /** The store's entries at the layout's last committed batch. */
-  static Dataset<Row> read(SparkSession spark, StateLayout layout, StoreSpec store) {
+  /**
+   * The store's entries at the layout's last committed batch; for a store with column families,
+   * those of {@code columnFamily}, or all where it is null.
+   */
+  static Dataset<Row> read(
+      SparkSession spark, StateLayout layout, StoreSpec store, String columnFamily) {
     if (store.hasColumnFamilies()) {
+      return ColumnFamilyRows.read(spark, layout, store, columnFamily);
+    }
+    if (columnFamily != null) {
       throw new StateShiftException(
-          Reason.UNSUPPORTED_OPERATOR,
+          Reason.INVALID_ARGUMENT,
           "Operator "
               + store.operatorId()
               + " ("
               + store.operatorName()
-              + ") keeps its state in column families (transformWithState, or a join in state"
-              + " format 3), which stateshift does not read as rows yet. On Spark 4.0 and newer,"
-              + " Spark's state data source reads them: spark.read.format(\"statestore\")"
-              + ".option(\"stateVarName\", ...). The checkpoint was not changed.");
+              + ") keeps its state in one store without column families; read it without"
+              + " --column-family.");
     }
     spark.streams(); // creates the StateStoreCoordinator the RocksDB provider reports to
     List<Integer> partitions = new ArrayList<>();

@@ -24,6 +24,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 
 /** Opens Spark's state store providers and computes where Spark places a state key. */
 public final class StateStores {
@@ -214,7 +215,21 @@ public final class StateStores {
      * the old one.
      */
     int hash(UnsafeRow key) {
-      UnsafeRow partitionKey = extractor.partitionKey(key);
+      return hashOfPartitionKey(extractor.partitionKey(key));
+    }
+
+    /** The partition key inside {@code key}; the extractor may reuse the row between calls. */
+    UnsafeRow partitionKey(UnsafeRow key) {
+      return extractor.partitionKey(key);
+    }
+
+    /** The schema of {@link #partitionKey}: a grouping key, a join key. */
+    StructType partitionKeySchema() {
+      return extractor.partitionKeySchema();
+    }
+
+    /** Spark's partitioning hash of a partition key. */
+    int hashOfPartitionKey(UnsafeRow partitionKey) {
       return direct != null
           ? direct.hash(partitionKey, PartitionHash.SEED)
           : hashCode.apply(partitionKey).getInt(0);
