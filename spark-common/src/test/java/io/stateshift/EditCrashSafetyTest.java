@@ -9,7 +9,6 @@ import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
 import io.stateshift.testing.StreamRun;
 import io.stateshift.testing.TestSets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
@@ -59,14 +58,7 @@ class EditCrashSafetyTest {
     String[] command = {
       "edit", "--checkpoint", checkpoint.toString(), "--delete-where", PREDICATE, "--assume-stopped"
     };
-    int killed =
-        ChildJvm.runCli(
-            tmp.resolve("killed.log"), List.of("-D" + FailPoints.PROPERTY + "=" + point), command);
-    assertThat(killed)
-        .as("exit code; log: %s", Files.readString(tmp.resolve("killed.log")))
-        .isEqualTo(137);
-    int again = ChildJvm.runCli(tmp.resolve("again.log"), List.of(), command);
-    assertThat(again).as("rerun; log: %s", Files.readString(tmp.resolve("again.log"))).isZero();
+    ChildJvm.killAtThenRunAgain(tmp, point, command);
     assertThat(checkpoint.resolve("_stateshift/journal")).doesNotExist();
     assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
     assertThat(

@@ -1,6 +1,5 @@
 package io.stateshift;
 
-import static org.apache.spark.sql.functions.col;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.testing.OperatorQueries;
@@ -140,10 +139,11 @@ class JoinStateFormat3Test {
         oracleDir.resolve("checkpoint"),
         oracleDir.resolve("sink"),
         conf(StateStores.ROCKSDB, 4));
-    List<String> afterErase = rowsOfBatchesAfter(sink, edited.batchId());
+    List<String> afterErase = OperatorRun.rowsOfBatchesAfter(spark, sink, edited.batchId());
     assertThat(afterErase)
         .isNotEmpty()
-        .containsExactlyElementsOf(rowsOfBatchesAfter(oracleDir.resolve("sink"), 0));
+        .containsExactlyElementsOf(
+            OperatorRun.rowsOfBatchesAfter(spark, oracleDir.resolve("sink"), 0));
     // kept keys still match their old rows; the erased key's old rows match nothing
     assertThat(afterErase).anyMatch(r -> r.contains(",e0-"));
     assertThat(afterErase).noneMatch(r -> r.startsWith("[" + erased + ",") && r.contains(",e0-"));
@@ -153,19 +153,6 @@ class JoinStateFormat3Test {
     Path dir = tmp.resolve("gen-" + index);
     new StreamRun(spark, dir).writeEvents(index, ROWS_PER_FILE, DEVICES);
     return spark.read().schema(StreamRun.EVENT_SCHEMA).json(dir.toString()).collectAsList();
-  }
-
-  private List<String> rowsOfBatchesAfter(Path sink, long batchId) {
-    return spark
-        .read()
-        .parquet(sink.toString())
-        .where(col("batch").gt(batchId))
-        .drop("batch")
-        .collectAsList()
-        .stream()
-        .map(Row::toString)
-        .sorted()
-        .toList();
   }
 
   private void repartitionAndCheck(Path checkpoint, int from, int to) {

@@ -139,7 +139,7 @@ class StateEditOracleTest {
     }
     run.runAvailable(query, checkpoint, sink, StateStores.HDFS.withPartitions(3));
 
-    List<String> afterErase = rowsOfBatchesAfter(sink, edited.batchId());
+    List<String> afterErase = OperatorRun.rowsOfBatchesAfter(spark, sink, edited.batchId());
     List<String> oracle = oracleAfter(query, List.of(before.get(1)), after);
     assertThat(afterErase).containsExactlyElementsOf(oracle);
     // file 0's ids came through a second time, file 1's did not
@@ -188,7 +188,7 @@ class StateEditOracleTest {
     }
     run.runAvailable(query, checkpoint, sink, StateStores.ROCKSDB.withPartitions(4));
 
-    List<String> afterErase = rowsOfBatchesAfter(sink, edited.batchId());
+    List<String> afterErase = OperatorRun.rowsOfBatchesAfter(spark, sink, edited.batchId());
     List<String> oracle = joinOracleAfter(query, without(before, ERASED), after);
     assertThat(afterErase).containsExactlyElementsOf(oracle);
     // the erased key matched only rows that arrived after the erase; the kept key matched old rows
@@ -357,7 +357,7 @@ class StateEditOracleTest {
       StatefulQueries query, List<List<Row>> before, List<List<Row>> after) {
     Path dir = tmp.resolve("oracle");
     oracleRun(query, before, after, dir);
-    return rowsOfBatchesAfter(dir.resolve("sink"), before.size() - 1);
+    return OperatorRun.rowsOfBatchesAfter(spark, dir.resolve("sink"), before.size() - 1);
   }
 
   /** Runs the query once over all the files, in {@code dir} (input, checkpoint, sink). */
@@ -377,7 +377,7 @@ class StateEditOracleTest {
     writeAll(run::writeRows, before, after);
     run.runAvailable(
         query, dir.resolve("checkpoint"), dir.resolve("sink"), StateStores.HDFS.withPartitions(5));
-    return rowsOfBatchesAfter(dir.resolve("sink"), before.size() - 1);
+    return OperatorRun.rowsOfBatchesAfter(spark, dir.resolve("sink"), before.size() - 1);
   }
 
   private interface FileWriter {
@@ -391,19 +391,5 @@ class StateEditOracleTest {
         writer.write(index++, file);
       }
     }
-  }
-
-  /** The rows of every batch after {@code batchId}, sorted, as strings. */
-  private List<String> rowsOfBatchesAfter(Path sink, long batchId) {
-    return spark
-        .read()
-        .parquet(sink.toString())
-        .where(col("batch").gt(batchId))
-        .drop("batch")
-        .collectAsList()
-        .stream()
-        .map(Row::toString)
-        .sorted()
-        .toList();
   }
 }

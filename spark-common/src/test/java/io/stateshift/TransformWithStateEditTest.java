@@ -144,11 +144,11 @@ class TransformWithStateEditTest {
     run.writeFlush(before.size() + after.size());
     run.runAvailable(query, checkpoint, sink, conf);
 
-    List<String> written = rowsOfBatchesAfter(sink, erasedAt);
+    List<String> written = OperatorRun.rowsOfBatchesAfter(spark, sink, erasedAt);
     List<String> oracle = oracleAfter(query, conf, without(before, ERASED), after);
     assertThat(written).containsExactlyElementsOf(oracle);
     assertThat(written).noneMatch(l -> l.contains("|" + ERASED + "|"));
-    assertThat(written).anyMatch(l -> l.startsWith("timer|" + KEPT + "|"));
+    assertThat(written).anyMatch(l -> l.startsWith("[timer|" + KEPT + "|"));
   }
 
   // ---- input and oracle ----
@@ -191,20 +191,7 @@ class TransformWithStateEditTest {
     }
     oracle.writeFlush(files.size());
     oracle.runAvailable(query, dir.resolve("checkpoint"), dir.resolve("sink"), conf);
-    return rowsOfBatchesAfter(dir.resolve("sink"), before.size() - 1);
-  }
-
-  private List<String> rowsOfBatchesAfter(Path sink, long batchId) {
-    return spark
-        .read()
-        .parquet(sink.toString())
-        .where(col("batch").gt(batchId))
-        .drop("batch")
-        .collectAsList()
-        .stream()
-        .map(r -> r.getString(0))
-        .sorted()
-        .toList();
+    return OperatorRun.rowsOfBatchesAfter(spark, dir.resolve("sink"), before.size() - 1);
   }
 
   private long lastCommitted(Path checkpoint) {

@@ -1,5 +1,8 @@
 package io.stateshift.testing;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.stateshift.protocol.FailPoints;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,6 +18,20 @@ public final class ChildJvm {
   public static int runCli(Path log, List<String> systemProperties, String... args)
       throws Exception {
     return run(log, systemProperties, "io.stateshift.cli.StateShiftCli", args);
+  }
+
+  /**
+   * Runs the CLI killed with SIGKILL at failpoint {@code point}, then the same command line again
+   * at once, as a user does after a crash; the first must have been killed (exit 137), the second
+   * must succeed. Logs go to {@code killed.log} and {@code again.log} in {@code dir}.
+   */
+  public static void killAtThenRunAgain(Path dir, String point, String... args) throws Exception {
+    Path killedLog = dir.resolve("killed.log");
+    int killed = runCli(killedLog, List.of("-D" + FailPoints.PROPERTY + "=" + point), args);
+    assertThat(killed).as("exit code; log: %s", Files.readString(killedLog)).isEqualTo(137);
+    Path againLog = dir.resolve("again.log");
+    int again = runCli(againLog, List.of(), args);
+    assertThat(again).as("rerun; log: %s", Files.readString(againLog)).isZero();
   }
 
   /** Runs a main class of the test class path to its end; returns the exit code. */

@@ -121,4 +121,18 @@ public final class OperatorRun {
     }
     return all.drop("batch").collectAsList().stream().map(Row::toString).sorted().toList();
   }
+
+  /** The rows of every batch of a per-batch sink after {@code batchId}, sorted, as strings. */
+  public static List<String> rowsOfBatchesAfter(SparkSession spark, Path sink, long batchId) {
+    return spark
+        .read()
+        .parquet(sink.toString())
+        .where(org.apache.spark.sql.functions.col("batch").gt(batchId))
+        .drop("batch")
+        .collectAsList()
+        .stream()
+        .map(Row::toString)
+        .sorted()
+        .toList();
+  }
 }

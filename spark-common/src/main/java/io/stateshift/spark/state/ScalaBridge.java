@@ -91,4 +91,19 @@ public final class ScalaBridge {
       }
     };
   }
+
+  /** A Scala iterator as a Java one, read lazily. */
+  public static <T> java.util.Iterator<T> javaIterator(scala.collection.Iterator<T> iterator) {
+    return new java.util.Iterator<T>() {
+      @Override
+      public boolean hasNext() {
+        return iterator.hasNext();
+      }
+
+      @Override
+      public T next() {
+        return iterator.next();
+      }
+    };
+  }
 }

@@ -105,57 +105,6 @@ final class StateEdits implements Serializable {
     return deletions.containsKey(slot) || upsertedKeys.containsKey(slot);
   }
 
-  /**
-   * The entries of one partition of a store with column families that the edit keeps: those whose
-   * grouping key the predicate does not match (every family of a key goes together); in a task.
-   */
-  KeptEntries keptEntries(Iterator<ColumnFamilyStates.Entry> entries, int slot, int partition) {
-    return new KeptEntries(entries, deletions.get(slot), partition);
-  }
-
-  /** See {@link #keptEntries}; counts the entries it leaves out. */
-  static final class KeptEntries implements Iterator<ColumnFamilyStates.Entry> {
-    private final Iterator<ColumnFamilyStates.Entry> entries;
-    private final StatePredicate deletion;
-    private final int partition;
-    private ColumnFamilyStates.Entry next;
-    private long leftOut;
-
-    private KeptEntries(
-        Iterator<ColumnFamilyStates.Entry> entries, StatePredicate deletion, int partition) {
-      this.entries = entries;
-      this.deletion = deletion;
-      this.partition = partition;
-    }
-
-    long leftOut() {
-      return leftOut;
-    }
-
-    @Override
-    public boolean hasNext() {
-      while (next == null && entries.hasNext()) {
-        ColumnFamilyStates.Entry entry = entries.next();
-        if (deletion != null && deletion.matches(partition, entry.groupingKey(), null)) {
-          leftOut++;
-        } else {
-          next = entry;
-        }
-      }
-      return next != null;
-    }
-
-    @Override
-    public ColumnFamilyStates.Entry next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      ColumnFamilyStates.Entry entry = next;
-      next = null;
-      return entry;
-    }
-  }
-
   /** The value an entry keeps (a row the next call may reuse where it is rewritten). */
   UnsafeRow value(int slot, int partition, UnsafeRow key, UnsafeRow value) {
     StateValueTransform transform = transforms.get(slot);
@@ -168,33 +117,45 @@ final class StateEdits implements Serializable {
   }
 
   /** The entries of one partition of a store that the edit keeps; in a task. */
-  Kept kept(scala.collection.Iterator<UnsafeRowPair> entries, int slot, int partition) {
-    Broadcast<Set<StateUpsert.KeyBytes>> replaced = upsertedKeys.get(slot);
-    return new Kept(
-        entries, deletions.get(slot), replaced == null ? null : replaced.value(), partition);
+  Kept<UnsafeRowPair> kept(
+      scala.collection.Iterator<UnsafeRowPair> entries, int slot, int partition) {
+    StatePredicate deletion = deletions.get(slot);
+    Broadcast<Set<StateUpsert.KeyBytes>> upserted = upsertedKeys.get(slot);
+    Set<StateUpsert.KeyBytes> replaced = upserted == null ? null : upserted.value();
+    return new Kept<>(
+        ScalaBridge.javaIterator(entries),
+        pair ->
+            (deletion != null && deletion.matches(partition, pair.key(), pair.value()))
+                || (replaced != null
+                    && replaced.contains(new StateUpsert.KeyBytes(pair.key().getBytes()))));
+  }
+
+  /**
+   * The entries of one partition of a store with column families that the edit keeps: those whose
+   * grouping key the predicate does not match (every family of a key goes together); in a task.
+   */
+  Kept<ColumnFamilyStates.Entry> keptEntries(
+      Iterator<ColumnFamilyStates.Entry> entries, int slot, int partition) {
+    StatePredicate deletion = deletions.get(slot);
+    return new Kept<>(
+        entries,
+        entry -> deletion != null && deletion.matches(partition, entry.groupingKey(), null));
   }
 
   /**
    * A store's entries without those an edit leaves out (all of them without one), counting those.
-   * The store reuses its pair object, so an entry is looked at only once the previous one is used.
+   * The store reuses its entry objects, so an entry is looked at only once the previous one is
+   * used.
    */
-  static final class Kept implements Iterator<UnsafeRowPair> {
-    private final scala.collection.Iterator<UnsafeRowPair> entries;
-    private final StatePredicate deletion;
-    private final Set<StateUpsert.KeyBytes> replaced;
-    private final int partition;
-    private UnsafeRowPair next;
+  static final class Kept<T> implements Iterator<T> {
+    private final Iterator<T> entries;
+    private final java.util.function.Predicate<T> leftOutIf;
+    private T next;
     private long leftOut;
 
-    private Kept(
-        scala.collection.Iterator<UnsafeRowPair> entries,
-        StatePredicate deletion,
-        Set<StateUpsert.KeyBytes> replaced,
-        int partition) {
+    private Kept(Iterator<T> entries, java.util.function.Predicate<T> leftOutIf) {
       this.entries = entries;
-      this.deletion = deletion;
-      this.replaced = replaced;
-      this.partition = partition;
+      this.leftOutIf = leftOutIf;
     }
 
     /** The entries left out so far. */
@@ -205,26 +166,24 @@ final class StateEdits implements Serializable {
     @Override
     public boolean hasNext() {
       while (next == null && entries.hasNext()) {
-        UnsafeRowPair pair = entries.next();
-        if ((deletion != null && deletion.matches(partition, pair.key(), pair.value()))
-            || (replaced != null
-                && replaced.contains(new StateUpsert.KeyBytes(pair.key().getBytes())))) {
+        T entry = entries.next();
+        if (leftOutIf.test(entry)) {
           leftOut++;
         } else {
-          next = pair;
+          next = entry;
         }
       }
       return next != null;
     }
 
     @Override
-    public UnsafeRowPair next() {
+    public T next() {
       if (!hasNext()) {
         throw new NoSuchElementException();
       }
-      UnsafeRowPair pair = next;
+      T entry = next;
       next = null;
-      return pair;
+      return entry;
     }
   }
 }

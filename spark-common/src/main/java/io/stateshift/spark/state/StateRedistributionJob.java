@@ -1290,7 +1290,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       throw e;
     }
     StateStoreIterator<UnsafeRowPair> entries = LineCalls.rows(store);
-    StateEdits.Kept rows = edits.kept(entries, spec.slot(), task.partition());
+    StateEdits.Kept<UnsafeRowPair> rows = edits.kept(entries, spec.slot(), task.partition());
     timer.lap("load");
     TaskContext.get()
         .addTaskCompletionListener(
@@ -1398,7 +1398,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
             storeConf,
             hadoopConf());
     TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
-    StateEdits.KeptEntries entries =
+    StateEdits.Kept<ColumnFamilyStates.Entry> entries =
         edits.keptEntries(
             reader.entries(
                 spec,
