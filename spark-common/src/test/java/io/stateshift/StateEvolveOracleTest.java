@@ -37,18 +37,18 @@ import org.junit.jupiter.params.provider.EnumSource;
  * fresh run of the new query over the input after the evolution plus the carried counts.
  */
 class StateEvolveOracleTest {
-  private static final int ROWS = 300;
-  private static final int DEVICES = 10;
+  static final int ROWS = 300;
+  static final int DEVICES = 10;
 
   private final SparkSession spark = SparkTestSession.get();
 
   @TempDir Path tmp;
 
-  private static Dataset<Row> oldQuery(Dataset<Row> events) {
+  static Dataset<Row> oldQuery(Dataset<Row> events) {
     return events.groupBy("device").agg(count(lit(1)).as("n"), max("ts").as("last"));
   }
 
-  private static Dataset<Row> newQuery(Dataset<Row> events) {
+  static Dataset<Row> newQuery(Dataset<Row> events) {
     return events
         .groupBy("device")
         .agg(count(lit(1)).as("n"), sum(length(col("eventId"))).as("total"));
@@ -115,32 +115,39 @@ class StateEvolveOracleTest {
     run(newQuery(input.stream()), checkpoint, newSink, store);
     List<String> written = lastBatch(newSink);
 
-    // the oracle: the new query, fresh, over the input after the evolution, plus the carried counts
-    OperatorRun after = new OperatorRun(spark, tmp.resolve("oracle-input"));
+    List<String> oracle = oracle(spark, tmp.resolve("oracle"), carried);
+    assertThat(written).hasSize(DEVICES).containsExactlyElementsOf(oracle);
+  }
+
+  /**
+   * The oracle: the new query, fresh, over files 2 and 3 (in {@code dir}), its last table plus the
+   * counts carried from before the evolution.
+   */
+  static List<String> oracle(SparkSession spark, Path dir, Map<String, Long> carried) {
+    OperatorRun after = new OperatorRun(spark, dir.resolve("input"));
     after.writeEvents(2, ROWS, DEVICES);
     after.writeEvents(3, ROWS, DEVICES);
-    Path oracleSink = tmp.resolve("oracle-sink");
-    run(newQuery(after.stream()), tmp.resolve("oracle-checkpoint"), oracleSink, StateStores.HDFS);
+    Path oracleSink = dir.resolve("sink");
+    run(spark, newQuery(after.stream()), dir.resolve("checkpoint"), oracleSink, StateStores.HDFS);
     Function<Row, String> plusCarried =
         r ->
             org.apache.spark.sql.RowFactory.create(
                     r.getString(0), r.getLong(1) + carried.get(r.getString(0)), r.get(2))
                 .toString();
-    List<String> oracle =
-        spark
-            .read()
-            .parquet(oracleSink.toString())
-            .where(col("batch").equalTo(lastBatchId(oracleSink)))
-            .drop("batch")
-            .collectAsList()
-            .stream()
-            .map(plusCarried)
-            .sorted()
-            .toList();
-    assertThat(written).hasSize(DEVICES).containsExactlyElementsOf(oracle);
+    return lastBatchRows(spark, oracleSink).stream().map(plusCarried).sorted().toList();
   }
 
   private void run(Dataset<Row> query, Path checkpoint, Path sink, StateStores store) {
+    run(spark, query, checkpoint, sink, store);
+  }
+
+  private List<String> lastBatch(Path sink) {
+    return lastBatchRows(spark, sink).stream().map(Row::toString).sorted().toList();
+  }
+
+  /** Runs {@code query} in complete mode over what its input holds, 3 partitions. */
+  static void run(
+      SparkSession spark, Dataset<Row> query, Path checkpoint, Path sink, StateStores store) {
     Runnable restore = SessionConf.set(spark, store.withPartitions(3));
     try {
       String sinkPath = sink.toString();
@@ -164,21 +171,10 @@ class StateEvolveOracleTest {
     }
   }
 
-  private long lastBatchId(Path sink) {
-    return ((Number) spark.read().parquet(sink.toString()).agg(max("batch")).first().get(0))
-        .longValue();
-  }
-
-  private List<String> lastBatch(Path sink) {
-    return spark
-        .read()
-        .parquet(sink.toString())
-        .where(col("batch").equalTo(lastBatchId(sink)))
-        .drop("batch")
-        .collectAsList()
-        .stream()
-        .map(Row::toString)
-        .sorted()
-        .toList();
+  /** The rows of the sink's last batch (the complete table). */
+  static List<Row> lastBatchRows(SparkSession spark, Path sink) {
+    Dataset<Row> all = spark.read().parquet(sink.toString());
+    long last = ((Number) all.agg(max("batch")).first().get(0)).longValue();
+    return all.where(col("batch").equalTo(last)).drop("batch").collectAsList();
   }
 }
