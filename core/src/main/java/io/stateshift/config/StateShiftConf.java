@@ -324,8 +324,9 @@ public final class StateShiftConf {
           "spark.stateshift.edit.exchange",
           "in-place",
           false,
-          "An edit or evolution that keeps the partition count and adds no entries: `in-place`"
-              + " rewrites each partition where it is, `shuffle` goes through Spark's shuffle.");
+          "An edit or evolution that keeps the partition count and adds no entries, on a store no"
+              + " file exchange takes: `in-place` rewrites each partition where it is, `shuffle`"
+              + " goes through Spark's shuffle.");
 
   public static final Setting<String> EXCHANGE_DIR =
       string(

@@ -9,6 +9,16 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
  */
 record EntryEdit(StatePredicate deletion, StateValueTransform transform) implements Serializable {
 
+  /**
+   * The same edit with a predicate and a rewrite of its own: each keeps its compiled code and its
+   * input row per instance, and a task's threads split several partitions of one store at once, so
+   * a split takes its own copy.
+   */
+  EntryEdit own() {
+    return new EntryEdit(
+        deletion == null ? null : deletion.copy(), transform == null ? null : transform.copy());
+  }
+
   /** Whether the entry is left out. */
   boolean leavesOut(int partition, UnsafeRow key, UnsafeRow value) {
     return deletion != null && deletion.matches(partition, key, value);

@@ -637,7 +637,7 @@ final class HdfsFileExchange {
       this.newPartitions = task.newPartitions();
       this.keyRow = new UnsafeRow(task.spec().keySchema().length());
       this.valueRow = new UnsafeRow(task.spec().valueSchema().length());
-      this.edit = task.edit();
+      this.edit = task.edit() == null ? null : task.edit().own();
       this.oldPartition = task.oldPartition();
     }
 

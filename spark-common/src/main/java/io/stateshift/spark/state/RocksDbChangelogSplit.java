@@ -26,8 +26,9 @@ import org.rocksdb.RocksIterator;
  * here the changelogs since the newest snapshot are indexed in memory ({@link DeltaChain}, newest
  * entry per key), the snapshot is opened read-only ({@link RocksDbSnapshotReader}) and walked once,
  * leaving out the keys the changelogs changed, and every live entry is staged in its stored
- * encoding as sorted runs ({@link RocksDbRunStaging}) for the usual write side. Nothing is written
- * into a RocksDB instance on the read side.
+ * encoding as sorted runs ({@link RocksDbRunStaging}) for the usual write side, less what an edit
+ * leaves out ({@link RocksDbSstExchange.StoredEdit}). Nothing is written into a RocksDB instance on
+ * the read side.
  */
 final class RocksDbChangelogSplit {
   /** Versions split this way in this JVM (local mode runs its tasks here): tests read it. */
@@ -117,7 +118,9 @@ final class RocksDbChangelogSplit {
       return new StateRedistributionJob.ReadOutcome(
           new Redistribution.PartitionCount(
               task.spec().slot(), task.oldPartition(), emit.rows, emit.bytes, null),
-          staged);
+          staged,
+          List.of(),
+          emit.edit == null ? 0 : emit.edit.leftOut);
     } catch (StateFileDamage.DamagedFile e) {
       abandon(staging);
       throw StateFileDamage.refusal(checkpointRoot, e);
@@ -141,11 +144,15 @@ final class RocksDbChangelogSplit {
     }
   }
 
-  /** Sends each live entry, in its stored encoding, to the new partition of its key row. */
+  /**
+   * Sends each live entry the edit keeps, in its stored encoding, to the new partition of its key
+   * row; counts every live entry.
+   */
   private static final class Emitter {
     private final SplitTask task;
     private final RocksDbRunStaging staging;
     private final RocksDBKeyStateEncoder keys;
+    final RocksDbSstExchange.StoredEdit edit;
     long rows;
     long bytes;
 
@@ -153,6 +160,7 @@ final class RocksDbChangelogSplit {
       this.task = task;
       this.staging = staging;
       this.keys = RocksDbSstExchange.keyDecoder(task.spec());
+      this.edit = RocksDbSstExchange.StoredEdit.of(task);
     }
 
     /** The {@link DeltaChain.EntryConsumer} shape, with the value's array last when it differs. */
@@ -174,16 +182,19 @@ final class RocksDbChangelogSplit {
       if (task.check() != null && task.check().misplaced(hash)) {
         task.check().report(task.source());
       }
-      staging.append(
-          StateStores.KeyPlacement.pmod(hash, task.newPartitions()),
-          keyData,
-          keyOffset,
-          keyLength,
-          valueData,
-          valueOffset,
-          valueLength);
       rows++;
       bytes += keyLength + valueLength;
+      int p = StateStores.KeyPlacement.pmod(hash, task.newPartitions());
+      if (edit == null) {
+        staging.append(p, keyData, keyOffset, keyLength, valueData, valueOffset, valueLength);
+      } else if (edit.keeps(row, valueData, valueOffset, valueLength)) {
+        byte[] rewritten = edit.rewritten();
+        if (rewritten == null) {
+          staging.append(p, keyData, keyOffset, keyLength, valueData, valueOffset, valueLength);
+        } else {
+          staging.append(p, keyData, keyOffset, keyLength, rewritten, 0, rewritten.length);
+        }
+      }
     }
   }
 }

@@ -7,6 +7,7 @@ import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
+import io.stateshift.spark.line.StoreCalls;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
 import java.io.File;
@@ -28,6 +29,7 @@ import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -55,6 +57,10 @@ import org.rocksdb.SstFileWriter;
  * its new partition, one per old partition, in one k-way pass into one sorted SST file, which it
  * ingests into an empty store and commits in Spark's snapshot format: one file per new partition,
  * nothing left to compact, at any number of old and new partitions.
+ *
+ * <p>An edit ({@link EntryEdit}) is applied on the way: a value is decoded (a row pointed at its
+ * stored bytes) only to be tested and rewritten, an entry left out is counted and not appended
+ * ({@link StoredEdit}); the kept entries stay in key order.
  *
  * <p>Applies when both sides are RocksDB with the UnsafeRow encoding and no row checksums (what
  * {@link RocksDbSnapshotWriter.Mode#SST} requires) and the default column family only. Otherwise
@@ -106,7 +112,8 @@ final class RocksDbSstExchange {
    * {@code newStateRoot} ({@link RocksDbDirectCommit}, an empty one where no key went): no staged
    * runs, no second stage; the outcome holds the counts of both sides. Every key's old partition is
    * checked as on the exchange's path; a misplaced key stops the task, so this takes a check that
-   * refuses ({@code task.check()}).
+   * refuses ({@code task.check()}). At the old count ({@code k = 1}) this rewrites each partition
+   * where it is, with the task's edit.
    */
   static ReadOutcome splitToMultiple(
       SplitTask task,
@@ -128,6 +135,7 @@ final class RocksDbSstExchange {
     long[] bytes = new long[ways];
     long totalRows = 0;
     long totalBytes = 0;
+    StoredEdit edit = StoredEdit.of(task);
     try {
       try (EnvOptions env = new EnvOptions();
           ReadOptions scan = scanOptions();
@@ -139,6 +147,11 @@ final class RocksDbSstExchange {
           if (check.misplaced(hash)) {
             check.report(task.source());
             throw new IllegalStateException("a misplaced key in " + task.source());
+          }
+          totalRows++;
+          totalBytes += entry.length();
+          if (!entry.keptBy(edit, keyRow)) {
+            continue;
           }
           int way =
               (StateStores.KeyPlacement.pmod(hash, newPartitions) - oldPartition) / oldPartitions;
@@ -184,13 +197,12 @@ final class RocksDbSstExchange {
             timer);
         written.add(
             new Redistribution.PartitionCount(spec.slot(), target, rows[way], bytes[way], null));
-        totalRows += rows[way];
-        totalBytes += bytes[way];
       }
       return new ReadOutcome(
           new Redistribution.PartitionCount(spec.slot(), oldPartition, totalRows, totalBytes, null),
           List.of(),
-          written);
+          written,
+          edit == null ? 0 : edit.leftOut);
     } catch (RocksDBException e) {
       throw splitFailed(spec, oldPartition, " into its " + ways + " new partitions", e);
     } finally {
@@ -260,6 +272,7 @@ final class RocksDbSstExchange {
     long totalRows = 0;
     long totalBytes = 0;
     List<StagedFile> staged = List.of();
+    StoredEdit edit = StoredEdit.of(task);
     try (ReadOptions scan = scanOptions();
         RocksIterator it = db.newIterator(scan);
         RawEntry entry = new RawEntry(keys, spec.keySchema().length());
@@ -271,9 +284,11 @@ final class RocksDbSstExchange {
         if (check != null && check.misplaced(hash)) {
           check.report(task.source());
         }
-        entry.writeTo(runs, StateStores.KeyPlacement.pmod(hash, newPartitions));
         totalRows++;
         totalBytes += entry.length();
+        if (entry.keptBy(edit, keyRow)) {
+          entry.writeTo(runs, StateStores.KeyPlacement.pmod(hash, newPartitions));
+        }
       }
       it.status();
       timer.lap("iterate+split");
@@ -311,7 +326,76 @@ final class RocksDbSstExchange {
     }
     return new ReadOutcome(
         new Redistribution.PartitionCount(spec.slot(), oldPartition, totalRows, totalBytes, null),
-        staged);
+        staged,
+        List.of(),
+        edit == null ? 0 : edit.leftOut);
+  }
+
+  /**
+   * An edit ({@link EntryEdit}) applied to entries in RocksDB's stored encoding, for one split: the
+   * value is read as a row pointed at its stored bytes (Spark's decoder gives the row's offset
+   * once: the UnsafeRow encoding, the only one the exchange applies to, puts the same header before
+   * every value), and a rewritten value is encoded again with Spark's value encoder (which, for
+   * that encoding, writes a row's bytes whatever its schema). The split's own copy of the edit: see
+   * {@link EntryEdit#own}.
+   */
+  static final class StoredEdit {
+    private final EntryEdit edit;
+    private final int partition;
+    private final RocksDBValueStateEncoder values;
+    private final UnsafeRow valueRow;
+
+    /** Bytes before the UnsafeRow in a stored value; -1 until known. */
+    private int rowOffset = -1;
+
+    private byte[] rewritten;
+
+    /** Entries left out: read, not written. */
+    long leftOut;
+
+    private StoredEdit(SplitTask task) {
+      StoreSpec spec = task.spec();
+      this.edit = task.edit().own();
+      this.partition = task.oldPartition();
+      this.values =
+          StoreCalls.valueEncoder(
+              new UnsafeRowDataEncoder(LineCalls.keyEncoderSpec(spec), spec.valueSchema()),
+              spec.valueSchema());
+      this.valueRow = new UnsafeRow(spec.valueSchema().length());
+    }
+
+    /** The edit of {@code task}'s store, or null where it has none. */
+    static StoredEdit of(SplitTask task) {
+      return task.edit() == null ? null : new StoredEdit(task);
+    }
+
+    /**
+     * Whether the entry with key row {@code key} and the stored value in {@code value} from {@code
+     * offset} stays (else it is counted as left out); where its value is rewritten, {@link
+     * #rewritten} holds the new stored bytes until the next call, else null.
+     */
+    boolean keeps(UnsafeRow key, byte[] value, int offset, int length) {
+      rewritten = null;
+      if (rowOffset < 0) {
+        UnsafeRow decoded = values.decodeValue(Arrays.copyOfRange(value, offset, offset + length));
+        rowOffset = (int) (decoded.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
+      }
+      valueRow.pointTo(value, Platform.BYTE_ARRAY_OFFSET + offset + rowOffset, length - rowOffset);
+      if (edit.leavesOut(partition, key, valueRow)) {
+        leftOut++;
+        return false;
+      }
+      UnsafeRow kept = edit.value(partition, key, valueRow);
+      if (kept != valueRow) {
+        rewritten = values.encodeValue(kept);
+      }
+      return true;
+    }
+
+    /** The stored bytes of the value the last kept entry was rewritten to; null: unchanged. */
+    byte[] rewritten() {
+      return rewritten;
+    }
   }
 
   /**
@@ -351,6 +435,23 @@ final class RocksDbSstExchange {
       }
       keyRow.pointTo(key.bytes, Platform.BYTE_ARRAY_OFFSET + rowOffset, keyLength - rowOffset);
       return keyRow;
+    }
+
+    /**
+     * Whether the entry last read, with key row {@code keyRow}, stays under {@code edit} (null: no
+     * edit), its value replaced where the edit rewrites it.
+     */
+    boolean keptBy(StoredEdit edit, UnsafeRow keyRow) {
+      if (edit == null) {
+        return true;
+      }
+      if (!edit.keeps(keyRow, value.bytes, 0, value.length)) {
+        return false;
+      }
+      if (edit.rewritten() != null) {
+        value.set(edit.rewritten());
+      }
+      return true;
     }
 
     /** Key and value bytes of the entry last read. */
@@ -401,6 +502,16 @@ final class RocksDbSstExchange {
         length = isKey ? it.key(bytes, 0, bytes.length) : it.value(bytes, 0, bytes.length);
       }
       return length;
+    }
+
+    /** Replaces the bytes held with a copy of {@code source}. */
+    void set(byte[] source) {
+      if (source.length > bytes.length) {
+        close();
+        allocate(Math.max(source.length, bytes.length * 2));
+      }
+      System.arraycopy(source, 0, bytes, 0, source.length);
+      length = source.length;
     }
 
     DirectSlice toNative() {

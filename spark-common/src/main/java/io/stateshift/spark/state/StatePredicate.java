@@ -97,6 +97,11 @@ final class StatePredicate implements Serializable {
     return compiled.eval(entry);
   }
 
+  /** The same predicate, compiled anew on its first match: a thread of its own may use it. */
+  StatePredicate copy() {
+    return new StatePredicate(text, condition, input);
+  }
+
   String text() {
     return text;
   }

@@ -287,15 +287,18 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   /**
    * The way this job moves its state under the session's conf: RocksDB partitions as raw SST files
    * without a shuffle ({@link RocksDbSstExchange}), HDFS-backed ones as raw staged files ({@link
-   * HdfsFileExchange}), else through Spark's shuffle; the first that applies.
+   * HdfsFileExchange}), else through Spark's shuffle; the first that applies. An edit that adds no
+   * entries goes through a file exchange where one applies (each edits the raw entries it splits,
+   * {@link EntryEdit}), else in place or through the shuffle.
    */
   private StateExchange exchange(RuntimeConfig conf) {
     if (edits.any()) {
-      // the HDFS file exchange edits the raw records it splits; the RocksDB one moves SST files
-      // whole, so there an edit reads entries one by one
-      HdfsFiles hdfsFiles = new HdfsFiles();
-      if (!edits.adds() && hdfsFiles.applies(conf)) {
-        return hdfsFiles;
+      if (!edits.adds()) {
+        for (StateExchange files : List.of(new RocksDbFiles(), new HdfsFiles())) {
+          if (files.applies(conf)) {
+            return files;
+          }
+        }
       }
       InPlace inPlace = new InPlace();
       return inPlace.applies(conf) ? inPlace : new Shuffle();
@@ -1003,14 +1006,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
 
     /**
      * Whether each old partition is split straight into its new ones ({@link
-     * RocksDbSstExchange#splitToMultiple}): the new count a multiple of the old one, no migration,
-     * new versions committed directly (state checkpoint format v1), every key's placement checked
-     * with a check that refuses a misplaced key, old versions read from their snapshots (without
-     * changelog checkpointing, where the exchange's changelog split is quicker), and not turned
-     * off.
+     * RocksDbSstExchange#splitToMultiple}): the new count the old one (an edit) or a multiple of
+     * it, no migration, new versions committed directly (state checkpoint format v1), every key's
+     * placement checked with a check that refuses a misplaced key, old versions read from their
+     * snapshots (without changelog checkpointing, where the exchange's changelog split is quicker),
+     * and not turned off.
      */
     boolean splitsInPlace(RuntimeConfig conf) {
-      if (newPartitions <= oldPartitions
+      if (newPartitions < oldPartitions
           || newPartitions % oldPartitions != 0
           || writeStoreConf != storeConf // a migration: written with other settings than read
           || !RocksDbSnapshotReader.ENABLED
@@ -1133,7 +1136,7 @@ final class StateRedistributionJob implements Redistribution, Serializable {
     @Override
     PartitionCount write(
         StoreSpec spec, int partition, List<StagedFile> files, RocksDbTaskScope scope) {
-      return ingestRuns(spec, partition, files, scope);
+      return ingestRuns(writeSpec(spec.slot()), partition, files, scope);
     }
   }
 

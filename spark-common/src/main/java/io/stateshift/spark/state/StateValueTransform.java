@@ -126,6 +126,11 @@ final class StateValueTransform implements Serializable {
     return compiled.apply(entry).getStruct(0, fields);
   }
 
+  /** The same rewrite, compiled anew on its first use: a thread of its own may use it. */
+  StateValueTransform copy() {
+    return new StateValueTransform(value, input, fields);
+  }
+
   private static DataType typeOf(
       SparkSession spark, StoreSpec store, StructType target, String expression) {
     LogicalPlan analyzed = analyze(store, target, spark, "(" + expression + ") AS filled");
