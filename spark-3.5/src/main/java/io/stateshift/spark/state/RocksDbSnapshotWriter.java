@@ -94,6 +94,9 @@ final class RocksDbSnapshotWriter {
             rows++;
             bytes += keyLength + valueLength;
           }
+          if (rows == 0) {
+            StateStores.createStoreFolder(stateRoot, spec, partition, hadoopConf);
+          }
           store.commit();
           return new Written(rows, bytes, null);
         });

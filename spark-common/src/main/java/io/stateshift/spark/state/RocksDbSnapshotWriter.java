@@ -21,7 +21,6 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
@@ -236,16 +235,7 @@ final class RocksDbSnapshotWriter {
             bytes += keyLength + valueLength;
           }
           if (rows == 0) {
-            // Spark's commit of an empty store uploads only the version's zip file, and creates
-            // its folder first only for version 1 (4.0): a new partition no key went to needs it
-            org.apache.hadoop.fs.Path dir =
-                new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName())
-                    .storeCheckpointLocation();
-            try {
-              dir.getFileSystem(hadoopConf).mkdirs(dir);
-            } catch (java.io.IOException e) {
-              throw new java.io.UncheckedIOException(e);
-            }
+            StateStores.createStoreFolder(stateRoot, spec, partition, hadoopConf);
           }
           store.commit();
           return new Written(rows, bytes, null).withCheckpointIdOf(store, storeConf);

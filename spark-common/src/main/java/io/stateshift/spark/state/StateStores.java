@@ -105,6 +105,23 @@ public final class StateStores {
     return store;
   }
 
+  /**
+   * Creates the folder of a new partition of a store. Spark's RocksDB commit of an empty store
+   * uploads only the version's zip file, and creates the folder first only for version 1 (4.0,
+   * 3.5): a new partition no key went to needs it.
+   */
+  static void createStoreFolder(
+      String stateRoot, StoreSpec spec, int partition, Configuration hadoopConf) {
+    org.apache.hadoop.fs.Path dir =
+        new StateStoreId(stateRoot, spec.operatorId(), partition, spec.storeName())
+            .storeCheckpointLocation();
+    try {
+      dir.getFileSystem(hadoopConf).mkdirs(dir);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** The unique id to load a version by under state checkpoint format v2; none under v1. */
   static scala.Option<String> checkpointId(StateCheckpointIds ids, StoreSpec spec, int partition) {
     return ids == null
