@@ -135,6 +135,37 @@ class OldSparkCheckpointTest {
         .containsExactlyElementsOf(oracle(Query.JOIN));
   }
 
+  /**
+   * Checkpoints written by Spark 3.5.8 and repartitioned 3 -> 5 by stateshift's own 3.5 line (on
+   * 3.5.8; {@code fixtures/regenerate line-3.5}) continue on this line: the output equals the
+   * uninterrupted run's, and the history the 3.5 line wrote reads here.
+   */
+  @ParameterizedTest(name = "Spark 3.5.8 {0}, repartitioned by the 3.5 line, continued here")
+  @org.junit.jupiter.params.provider.ValueSource(
+      strings = {"windowed-count-hdfs", "windowed-count-rocksdb", "join-rocksdb"})
+  void checkpointChangedByThe35LineContinuesHere(String folder) throws Exception {
+    Path input = tmp.resolve("input");
+    Path fixture = copyFixture("3.5.8-changed-by-line-3.5", folder, input);
+    Path checkpoint = fixture.resolve("checkpoint");
+    writeMoreInput(input);
+    Query query = folder.startsWith("join") ? Query.JOIN : Query.WINDOWED_COUNT;
+
+    assertThat(StateShift.get(spark).history(checkpoint.toString()))
+        .singleElement()
+        .satisfies(h -> assertThat(h.toPartitions()).isEqualTo(5));
+    StreamingQueryProgress[] progress =
+        OldSparkFixtures.runAvailable(spark, query, input, checkpoint, fixture.resolve("sink"));
+    assertThat(progress).isNotEmpty();
+    long stores = query == Query.JOIN ? 4 : 1;
+    for (StreamingQueryProgress p : progress) {
+      for (StateOperatorProgress op : p.stateOperators()) {
+        assertThat(op.numStateStoreInstances()).isEqualTo(stores * 5);
+      }
+    }
+    assertThat(OldSparkFixtures.sinkRows(spark, fixture.resolve("sink")))
+        .containsExactlyElementsOf(oracle(query));
+  }
+
   /** Without a repartition, Spark 4.2 continues the old checkpoints too (the control case). */
   @Test
   void spark42ContinuesA35CheckpointUnchanged() throws Exception {
