@@ -79,6 +79,23 @@ final class StateEditCheck {
       if (edit.evolves()) {
         checkEvolution(spark, files, edit, operator, store);
       }
+      if (edit.rewritesValues()) {
+        if (operator.stores().size() != 1) {
+          throw new StateShiftException(
+              Reason.UNSUPPORTED_OPERATOR,
+              "Operator "
+                  + operator.id()
+                  + " ("
+                  + operator.name()
+                  + ") keeps its state in "
+                  + operator.stores().size()
+                  + " stores whose entries depend on each other (a join's rows and their"
+                  + " counts); stateshift sets the values of an operator with one store"
+                  + " (aggregations, deduplication, flatMapGroupsWithState). The checkpoint was"
+                  + " not changed.");
+        }
+        SparkLines.get().checkValueSet(spark, store, edit.sets(), edit.setWhere());
+      }
       if (edit.upsertRows() != null) {
         if (operator.stores().size() != 1) {
           throw new StateShiftException(
