@@ -5,7 +5,8 @@ import java.util.List;
 /**
  * What an edit would delete ({@link EditState#preview()}): the entries its predicate matches, per
  * store and partition, and up to five of their keys as JSON; for an upsert, the entries it writes
- * and how many of them replace an entry of the same key ({@code -1} without an upsert).
+ * and how many of them replace an entry of the same key ({@code -1} without an upsert); for a set,
+ * the entries it would rewrite ({@code null} without one).
  */
 public record EditPreview(
     RepartitionPlan plan,
@@ -14,10 +15,29 @@ public record EditPreview(
     List<Matches> matches,
     List<String> sampleKeys,
     long upsertRows,
-    long upsertReplacing) {
+    long upsertReplacing,
+    Set set) {
+
+  /** The preview of an edit without a set. */
+  public EditPreview(
+      RepartitionPlan plan,
+      long operatorId,
+      String deleteWhere,
+      List<Matches> matches,
+      List<String> sampleKeys,
+      long upsertRows,
+      long upsertReplacing) {
+    this(plan, operatorId, deleteWhere, matches, sampleKeys, upsertRows, upsertReplacing, null);
+  }
 
   /** The entries matched in one partition of one store. */
   public record Matches(String store, int partition, long rows) {}
+
+  /**
+   * A set: the value fields and their expressions, the predicate of the entries it rewrites (null:
+   * all) and how many entries that is.
+   */
+  public record Set(java.util.Map<String, String> fields, String where, long rows) {}
 
   /** Entries matched in every store together. */
   public long rows() {
@@ -36,6 +56,16 @@ public record EditPreview(
           String.format(
               "  upsert %,d entries, %,d of them replacing an entry with the same key%n",
               upsertRows, upsertReplacing));
+    }
+    if (set != null) {
+      List<String> assignments = new java.util.ArrayList<>();
+      set.fields().forEach((column, expr) -> assignments.add(column + " = " + expr));
+      out.append(
+          String.format(
+              "  set %s%s: %,d entries to rewrite%n",
+              String.join(", ", assignments),
+              set.where() == null ? "" : " where " + set.where(),
+              set.rows()));
     }
     if (deleteWhere == null) {
       return out.toString();

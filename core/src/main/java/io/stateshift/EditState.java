@@ -4,7 +4,9 @@ import io.stateshift.StateShiftException.Reason;
 import io.stateshift.protocol.RepartitionRunner;
 import io.stateshift.protocol.StateEdit;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -18,12 +20,20 @@ import org.apache.spark.sql.SparkSession;
  * under the same protocol as a repartition (journal, lock, rollback, verify, history); the history
  * records the predicate and the counts, never a deleted value. {@link #preview()} counts what would
  * go and writes nothing.
+ *
+ * <p>{@code .set("count", "value.count * 2").where("key.user = 'u42'")} rewrites value fields in
+ * place instead: each named field becomes its SQL expression over {@code partition_id}, {@code key}
+ * and the old {@code value}, for the entries the predicate selects (all without one). The value
+ * keeps its recorded type: an expression of a type that widens safely is cast to it, any other is
+ * refused before anything is written. The history records the expressions and the counts.
  */
 public final class EditState extends StateChange<EditState> {
   private Long operatorId;
   private String deleteWhere;
   private String upsertSource;
   private Dataset<Row> upsertRows;
+  private final Map<String, String> sets = new LinkedHashMap<>();
+  private String setWhere;
 
   EditState(SparkSession spark, String checkpointLocation) {
     super(spark, checkpointLocation);
@@ -45,6 +55,22 @@ public final class EditState extends StateChange<EditState> {
   /** Deletes the entries for which this SQL predicate is true. */
   public EditState deleteWhere(String predicate) {
     this.deleteWhere = predicate;
+    return this;
+  }
+
+  /**
+   * Rewrites the value field {@code column} ({@code count}, or {@code value.count} as {@link
+   * ReadState} shows it) into {@code expression}, a SQL expression over {@code partition_id},
+   * {@code key} and the old {@code value}, in every entry {@link #where} selects; repeatable.
+   */
+  public EditState set(String column, String expression) {
+    sets.put(column.strip(), expression);
+    return this;
+  }
+
+  /** The entries {@link #set} rewrites: those for which this SQL predicate is true. */
+  public EditState where(String predicate) {
+    this.setWhere = predicate == null || predicate.isBlank() ? null : predicate;
     return this;
   }
 
@@ -72,21 +98,35 @@ public final class EditState extends StateChange<EditState> {
 
   @Override
   RepartitionRunner newRunner() {
-    if ((deleteWhere == null || deleteWhere.isBlank()) && upsertRows == null) {
+    boolean deletes = deleteWhere != null && !deleteWhere.isBlank();
+    if (!deletes && upsertRows == null && sets.isEmpty()) {
       throw new StateShiftException(
           Reason.INVALID_ARGUMENT,
-          "Nothing to edit: call deleteWhere(\"<predicate over key and value>\") or"
-              + " upsertFrom(<rows>) first.");
+          "Nothing to edit: call deleteWhere(\"<predicate over key and value>\"),"
+              + " upsertFrom(<rows>) or set(\"<value field>\", \"<expression>\") first.");
+    }
+    if (setWhere != null && sets.isEmpty()) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "--where selects the entries --set rewrites (where(...) those set(...) does): give"
+              + " --set \"<value field> = <expression>\" too, or --delete-where to delete.");
+    }
+    if (!sets.isEmpty() && (deletes || upsertRows != null)) {
+      throw new StateShiftException(
+          Reason.INVALID_ARGUMENT,
+          "--set rewrites values in place and is an edit of its own: run --delete-where or"
+              + " --upsert-from as another edit. The checkpoint was not changed.");
     }
     RepartitionRunner runner =
         new RepartitionRunner(
                 spark, checkpointLocation, partitions == null ? 0 : partitions, progress)
             .edit(
                 new StateEdit(
-                    operatorId,
-                    deleteWhere == null || deleteWhere.isBlank() ? null : deleteWhere,
-                    upsertSource,
-                    upsertRows));
+                        operatorId,
+                        deleteWhere == null || deleteWhere.isBlank() ? null : deleteWhere,
+                        upsertSource,
+                        upsertRows)
+                    .withSets(sets, setWhere));
     return partitions == null ? runner.keepPartitionCount() : runner;
   }
 
@@ -144,6 +184,24 @@ public final class EditState extends StateChange<EditState> {
               .intersect(keys)
               .count();
     }
-    return new EditPreview(plan, operator, deleteWhere, matches, sample, upserted, replacing);
+    long rewritten = -1;
+    if (!sets.isEmpty()) {
+      Dataset<Row> entries = new ReadState(spark, checkpointLocation).operator(operator).load();
+      rewritten = (setWhere == null ? entries : entries.where(setWhere)).count();
+    }
+    return new EditPreview(
+        plan,
+        operator,
+        deleteWhere,
+        matches,
+        sample,
+        upserted,
+        replacing,
+        sets.isEmpty()
+            ? null
+            : new EditPreview.Set(
+                java.util.Collections.unmodifiableMap(new LinkedHashMap<>(sets)),
+                setWhere,
+                rewritten));
   }
 }

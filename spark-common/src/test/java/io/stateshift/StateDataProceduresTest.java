@@ -17,7 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * State as data through SQL, in a session whose only set-up is the catalog conf: read_state,
- * erase_state (a dry run, then the erase), upsert_state and evolve_state, and their refusals.
+ * erase_state (a dry run, then the erase), upsert_state, set_state and evolve_state, and their
+ * refusals.
  */
 class StateDataProceduresTest {
   private final SparkSession streams = SparkTestSession.get();
@@ -110,6 +111,26 @@ class StateDataProceduresTest {
             .collectAsList();
     assertThat(upserted.get(0).<Long>getAs("entries_after")).isEqualTo(9);
 
+    String set =
+        "CALL stateshift.system.set_state(checkpoint => '"
+            + cp
+            + "', set => map('count', 'value.count + 1'), where => \"key.device = 'device-1'\","
+            + " assume_stopped => true";
+    List<Row> toSet = sql.sql(set + ", dry_run => true)").collectAsList();
+    assertThat(toSet.get(0).<Long>getAs("matching")).isEqualTo(1);
+    assertThat(toSet.get(0).<Long>getAs("entries_after")).isNull();
+    List<Row> setRows = sql.sql(set + ")").collectAsList();
+    assertThat(setRows.get(0).<Long>getAs("entries_after")).isEqualTo(9);
+    assertThatThrownBy(
+            () ->
+                sql.sql(
+                        "CALL stateshift.system.set_state(checkpoint => '"
+                            + cp
+                            + "', set => map('count', \"'many'\"))")
+                    .collect())
+        .hasMessageContaining("set_state refused [INVALID_ARGUMENT]")
+        .hasMessageContaining("does not fit value.count");
+
     List<Row> evolved =
         sql.sql(
                 "CALL stateshift.system.evolve_state(checkpoint => '"
@@ -126,7 +147,7 @@ class StateDataProceduresTest {
             .selectExpr("value.count", "value.seen")
             .collectAsList();
     assertThat(after).singleElement();
-    assertThat(after.get(0).getLong(0)).isEqualTo(5);
-    assertThat(after.get(0).getLong(1)).isEqualTo(10);
+    assertThat(after.get(0).getLong(0)).isEqualTo(6);
+    assertThat(after.get(0).getLong(1)).isEqualTo(12);
   }
 }

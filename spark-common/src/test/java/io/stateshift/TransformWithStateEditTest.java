@@ -121,6 +121,15 @@ class TransformWithStateEditTest {
           .hasMessageContaining("key.value string")
           .hasMessageContaining("The checkpoint was not changed");
     }
+    assertThatThrownBy(
+            () ->
+                StateShift.get(spark)
+                    .editState(checkpoint.toString())
+                    .set("value", "value + 1")
+                    .execute())
+        .isInstanceOf(StateShiftException.class)
+        .hasMessageContaining("but not set")
+        .hasMessageContaining("The checkpoint was not changed");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(digest);
 
     String predicate = "key.value = '" + ERASED + "'";

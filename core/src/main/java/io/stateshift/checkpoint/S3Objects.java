@@ -82,7 +82,25 @@ public interface S3Objects {
         return null;
       }
     }
+    if (!onSdkV2(fs.getClass())) {
+      // an S3A of Hadoop before 3.4 (Spark 3.5's 3.3.4) is on the AWS SDK v1, whose client the
+      // direct requests cannot use: S3A's rename moves the files there, as with directMoves=false
+      return null;
+    }
     return ConnectorSideClasses.s3Objects(fs);
+  }
+
+  /**
+   * Whether this S3A hands out its AWS SDK v2 client ({@code getS3AInternals()}, hadoop-aws 3.4 and
+   * later), which the direct requests go through.
+   */
+  static boolean onSdkV2(Class<?> s3a) {
+    try {
+      s3a.getMethod("getS3AInternals");
+      return true;
+    } catch (NoSuchMethodException e) {
+      return false;
+    }
   }
 
   /** The entries of {@code listing} below {@code prefix} (a key ending in {@code /}). */

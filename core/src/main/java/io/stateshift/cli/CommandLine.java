@@ -378,8 +378,12 @@ final class CommandLine {
           writes entries (a key and a value struct as the state command shows them, from a
           table, a Delta table, parquet or JSON files), each replacing the entry with the same
           key, checked against the recorded schema first: how a new query is seeded (start it
-          once, stop it, upsert, restart). --dry-run counts what would change and shows a few
-          keys.
+          once, stop it, upsert, restart). --set "<value field> = <expression>" rewrites value
+          fields in place, in the entries --where selects (all without it): the expression is
+          SQL over partition_id, key and the old value, of a type that widens safely to the
+          field's recorded one (anything else is refused before the lock); an edit of its own,
+          not combined with --delete-where or --upsert-from. --dry-run counts what would change
+          and shows a few keys.
           """,
               withSpark(
                   CHECKPOINT,
@@ -396,6 +400,24 @@ final class CommandLine {
                           null,
                           "entries to write (key and value structs, as the state command shows"
                               + " them), each replacing the entry with the same key")
+                      .checkedBy(CliOption::notBlank),
+                  CliOption.value(
+                          "set",
+                          "<field = expression>",
+                          null,
+                          "rewrite a value field in place, for example \"count = value.count * 2\"")
+                      .many()
+                      .checkedBy(
+                          v ->
+                              v.indexOf('=') > 0 && !v.substring(v.indexOf('=') + 1).isBlank()
+                                  ? null
+                                  : "takes \"<value field> = <expression>\", got '" + v + "'"),
+                  CliOption.value(
+                          "where",
+                          "<predicate>",
+                          "every entry",
+                          "the entries --set rewrites, a SQL predicate over partition_id, key and"
+                              + " value")
                       .checkedBy(CliOption::notBlank),
                   CliOption.value(
                           "partitions",

@@ -170,9 +170,10 @@ final class StateCommands {
   }
 
   static StateShiftCli.Outcome edit(SparkSession spark, Invocation args, PrintStream err) {
-    if (!args.has("delete-where") && !args.has("upsert-from")) {
+    if (!args.has("delete-where") && !args.has("upsert-from") && args.all("set").isEmpty()) {
       throw new IllegalArgumentException(
-          "edit needs --delete-where <predicate>, --upsert-from <table or path>, or both");
+          "edit needs --delete-where <predicate>, --upsert-from <table or path>, or"
+              + " --set \"<value field> = <expression>\"");
     }
     EditState action =
         StateShift.get(spark)
@@ -190,6 +191,11 @@ final class StateCommands {
     if (args.has("upsert-from")) {
       action.upsertFrom(args.value("upsert-from"));
     }
+    for (String set : args.all("set")) {
+      int eq = set.indexOf('=');
+      action.set(set.substring(0, eq).strip(), set.substring(eq + 1).strip());
+    }
+    action.where(args.value("where"));
     if (args.flag("assume-stopped")) {
       action.assumeStopped();
     }
@@ -198,11 +204,19 @@ final class StateCommands {
     json.put("dryRun", dryRun);
     json.put("deleteWhere", args.value("delete-where"));
     json.put("upsertFrom", args.value("upsert-from"));
+    if (!args.all("set").isEmpty()) {
+      ArrayNode sets = json.putArray("set");
+      args.all("set").forEach(sets::add);
+      json.put("where", args.value("where"));
+    }
     if (dryRun) {
       EditPreview preview = action.preview();
       json.put("changed", false);
       json.put("operatorId", preview.operatorId());
       json.put("matching", preview.rows());
+      if (preview.set() != null) {
+        json.put("rewriting", preview.set().rows());
+      }
       if (preview.upsertRows() >= 0) {
         json.put("upsertRows", preview.upsertRows());
         json.put("upsertReplacing", preview.upsertReplacing());

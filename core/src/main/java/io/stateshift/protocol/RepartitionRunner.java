@@ -96,6 +96,9 @@ public final class RepartitionRunner {
   /** After an edit's staging job: the entries it left out, per store partition. */
   private List<Redistribution.PartitionCount> deleted = List.of();
 
+  /** After a set's staging job: the entries it rewrote; -1 for other changes. */
+  private long rewritten = -1;
+
   /** After an upsert's staging job: the entries it added, per store. */
   private List<Redistribution.PartitionCount> added = List.of();
 
@@ -460,7 +463,7 @@ public final class RepartitionRunner {
             moves.stream().mapToLong(RepartitionResult.StoreMove::bytesWritten).sum(),
             writePath,
             HistoryLog.Actor.of(spark),
-            edit != null ? edit.describe(editOperator, moves) : null));
+            edit != null ? edit.describe(editOperator, moves, rewritten) : null));
     phases.put("finalize", System.currentTimeMillis() - phaseStart);
     return new RepartitionResult(
             plan, moves, phases, journal.newBatch(), System.currentTimeMillis() - started)
@@ -736,6 +739,22 @@ public final class RepartitionRunner {
                 .findFirst()
                 .orElseThrow();
         job.evolveValues(spark, Map.of(evolved.slot(), edit.valueSchema()), edit.fills());
+      }
+      if (edit.rewritesValues()) {
+        StoreSpec store =
+            layout.stores().stream()
+                .filter(st -> st.operatorId() == editOperator)
+                .findFirst()
+                .orElseThrow();
+        job.evolveValues(
+            spark,
+            Map.of(store.slot(), store.valueSchema()),
+            StateEdit.setFills(store.valueSchema(), edit.sets(), edit.setWhere()));
+        if (edit.setWhere() != null) {
+          // the entries the set rewrites, for the history (without --where: every entry read)
+          rewritten =
+              SparkLines.get().readState(spark, layout, store, null).where(edit.setWhere()).count();
+        }
       }
       Redistribution.Outcome outcome = runStagingJob(job, layout, journal);
       deleted = job.deleted();

@@ -60,7 +60,8 @@ final class StateEditCheck {
       if (store.operatorId() != operator.id()) {
         continue;
       }
-      if (store.hasColumnFamilies() && (edit.evolves() || edit.upsertRows() != null)) {
+      if (store.hasColumnFamilies()
+          && (edit.evolves() || edit.rewritesValues() || edit.upsertRows() != null)) {
         throw new StateShiftException(
             Reason.UNSUPPORTED_OPERATOR,
             "Operator "
@@ -70,7 +71,7 @@ final class StateEditCheck {
                 + ") keeps its state in column families (transformWithState, or a join in state"
                 + " format 3): its keys can be erased (--delete-where over partition_id and key,"
                 + " the grouping key), but not "
-                + (edit.evolves() ? "evolved" : "upserted")
+                + (edit.evolves() ? "evolved" : edit.rewritesValues() ? "set" : "upserted")
                 + ". The checkpoint was not changed.");
       }
       if (edit.deleteWhere() != null) {
@@ -83,6 +84,23 @@ final class StateEditCheck {
       }
       if (edit.evolves()) {
         checkEvolution(spark, files, edit, operator, store);
+      }
+      if (edit.rewritesValues()) {
+        if (operator.stores().size() != 1) {
+          throw new StateShiftException(
+              Reason.UNSUPPORTED_OPERATOR,
+              "Operator "
+                  + operator.id()
+                  + " ("
+                  + operator.name()
+                  + ") keeps its state in "
+                  + operator.stores().size()
+                  + " stores whose entries depend on each other (a join's rows and their"
+                  + " counts); stateshift sets the values of an operator with one store"
+                  + " (aggregations, deduplication, flatMapGroupsWithState). The checkpoint was"
+                  + " not changed.");
+        }
+        SparkLines.get().checkValueSet(spark, store, edit.sets(), edit.setWhere());
       }
       if (edit.upsertRows() != null) {
         if (operator.stores().size() != 1) {

@@ -128,6 +128,12 @@ public abstract class SparkLineBase implements SparkLine {
   }
 
   @Override
+  public void checkValueSet(
+      SparkSession spark, StoreSpec store, java.util.Map<String, String> sets, String where) {
+    SparkState.checkValueSet(spark, store, sets, where);
+  }
+
+  @Override
   public void checkValueEvolution(
       SparkSession spark,
       StoreSpec store,

@@ -17,9 +17,9 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * The procedures on state as data: {@code read_state}, {@code erase_state}, {@code upsert_state}
- * and {@code evolve_state}. They call the public Java API ({@link ReadState}, {@link EditState},
- * {@link EvolveState}), so their checks and messages are the command line's.
+ * The procedures on state as data: {@code read_state}, {@code erase_state}, {@code upsert_state},
+ * {@code set_state} and {@code evolve_state}. They call the public Java API ({@link ReadState},
+ * {@link EditState}, {@link EvolveState}), so their checks and messages are the command line's.
  */
 final class StateDataProcedures {
   private StateDataProcedures() {}
@@ -164,6 +164,43 @@ final class StateDataProcedures {
     }
   }
 
+  /** {@code set_state(checkpoint, set, where, operator, dry_run, assume_stopped)}. */
+  static final class SetState extends StateShiftProcedure {
+    SetState() {
+      super(
+          "set_state",
+          "Rewrites value fields of one stateful operator's state in place (set: field -> SQL"
+              + " expression over partition_id, key and the old value) in the entries where is"
+              + " true for (dry_run => true: only counts them). One row per store.",
+          CHANGE_ROWS,
+          CHECKPOINT,
+          required(
+              "set",
+              DataTypes.createMapType(STRING, STRING),
+              "value field -> SQL expression, for example map('count', 'value.count * 2')"),
+          optional(
+              "where",
+              STRING,
+              "NULL",
+              "the entries to rewrite, a SQL predicate over partition_id, key and value; NULL:"
+                  + " all"),
+          OPERATOR,
+          DRY_RUN,
+          ASSUME_STOPPED);
+    }
+
+    @Override
+    List<Object[]> run(SparkSession spark, Arguments args) {
+      EditState edit = StateShift.get(spark).editState(args.required(0));
+      args.map(1).forEach(edit::set);
+      edit.where(args.string(2));
+      if (args.integer(3) != null) {
+        edit.operator(args.integer(3));
+      }
+      return change(edit, args.flag(4), args.flag(5));
+    }
+  }
+
   /** {@code evolve_state(checkpoint, value_schema, fills, operator, dry_run, assume_stopped)}. */
   static final class EvolveStateProcedure extends StateShiftProcedure {
     EvolveStateProcedure() {
@@ -222,9 +259,11 @@ final class StateDataProcedures {
                   store,
                   null,
                   null,
-                  preview.deleteWhere() == null
-                      ? Long.valueOf(preview.upsertRows())
-                      : byStore.getOrDefault(store, 0L),
+                  preview.set() != null
+                      ? Long.valueOf(preview.set().rows())
+                      : preview.deleteWhere() == null
+                          ? Long.valueOf(preview.upsertRows())
+                          : byStore.getOrDefault(store, 0L),
                   null
                 });
           }

@@ -43,6 +43,7 @@ public final class StateShiftCatalog implements ProcedureCatalog {
           Map.entry("read_state", StateDataProcedures.ReadStateProcedure::new),
           Map.entry("erase_state", StateDataProcedures.EraseState::new),
           Map.entry("upsert_state", StateDataProcedures.UpsertState::new),
+          Map.entry("set_state", StateDataProcedures.SetState::new),
           Map.entry("evolve_state", StateDataProcedures.EvolveStateProcedure::new));
 
   /** Other names the procedures answer to, not listed. */

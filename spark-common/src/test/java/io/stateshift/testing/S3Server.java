@@ -55,6 +55,24 @@ public final class S3Server implements AutoCloseable {
     Runtime.getRuntime().addShutdownHook(stopAtExit);
   }
 
+  /**
+   * Whether the S3A connector on the test class path loads: the core's hadoop-aws (3.4.1 or later,
+   * on the AWS SDK v2) does not on Spark 3.5's Hadoop 3.3.4, so the S3 tests cannot run there.
+   */
+  public static boolean connectorLoads() {
+    try {
+      Class.forName(
+          "org.apache.hadoop.fs.s3a.S3AFileSystem", true, S3Server.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
+  }
+
+  /** Why an S3 test does not run where {@link #connectorLoads} is false. */
+  public static final String NO_CONNECTOR =
+      "S3A does not load: the core's hadoop-aws (AWS SDK v2) on this line's older Hadoop";
+
   /** Starts a server with one empty bucket, its log and properties under {@code dir}. */
   public static S3Server start(Path dir) throws Exception {
     // beside the test classes: <module>/target/test-classes -> <module>/target/s3proxy

@@ -55,6 +55,9 @@ public final class SubmitApp {
                         batch.write().mode("overwrite").parquet(sink + "/batch=" + batchId))
             .start();
     running.awaitTermination();
+    // the extension's listener completes the first progress (controlBatch.REPARTITION) as the
+    // listener bus delivers it, after the query may have ended
+    spark.sparkContext().listenerBus().waitUntilEmpty();
     return List.of(running.recentProgress());
   }
 

@@ -155,6 +155,15 @@ public interface SparkLine {
       SparkSession spark, StoreSpec store, StructType valueSchema, Map<String, String> fills);
 
   /**
+   * Checks that the value fields of {@code store} named in {@code sets} (field -> SQL expression
+   * over {@code partition_id}, {@code key} and the old {@code value}) can be rewritten in place for
+   * the entries {@code where} selects (null: all): every field exists, every expression's type
+   * widens safely to the field's recorded type, {@code where} is a predicate. Throws a
+   * StateShiftException (bad input) that names the columns there are.
+   */
+  void checkValueSet(SparkSession spark, StoreSpec store, Map<String, String> sets, String where);
+
+  /**
    * The key and value schema of the state of a streaming query's one aggregation ({@code [key,
    * value]}), as Spark would record them, planned without running it; empty when the query has no
    * single streaming aggregation.

@@ -145,6 +145,12 @@ public final class SparkState {
     StateValueTransform.compile(spark, store, valueSchema, fills);
   }
 
+  /** See {@link StateValueTransform#checkSet}. */
+  public static void checkValueSet(
+      SparkSession spark, StoreSpec store, java.util.Map<String, String> sets, String where) {
+    StateValueTransform.checkSet(spark, store, sets, where);
+  }
+
   /** See {@link QueryStateSchema}. */
   public static java.util.Optional<org.apache.spark.sql.types.StructType[]> aggregationStateSchema(
       org.apache.spark.sql.Dataset<?> query) {

@@ -113,6 +113,53 @@ final class StateValueTransform implements Serializable {
         named, ScalaBridge.javaList(project.child().output()), target.size());
   }
 
+  /**
+   * Checks a rewrite in place of the value fields named in {@code sets} for the entries {@code
+   * where} selects (null: all), the value keeping its recorded schema: every field is the value's,
+   * every expression's type widens safely to the field's (a literal NULL only where the field may
+   * be null), {@code where} is a predicate; then compiles the rewrite as an evolution to the same
+   * value.
+   */
+  static void checkSet(
+      SparkSession spark, StoreSpec store, Map<String, String> sets, String where) {
+    StructType value = store.valueSchema();
+    java.util.Set<String> named = new java.util.HashSet<>();
+    for (Map.Entry<String, String> set : sets.entrySet()) {
+      String name = io.stateshift.protocol.StateEdit.valueField(set.getKey());
+      if (value.getFieldIndex(name).isEmpty()) {
+        throw setRefusal(store, "--set names " + set.getKey() + ", which the value has not");
+      }
+      if (!named.add(name)) {
+        throw setRefusal(store, "--set names " + name + " twice");
+      }
+      StructField field = value.fields()[value.fieldIndex(name)];
+      DataType given = typeOf(spark, store, value, set.getValue(), true);
+      if (given instanceof NullType ? !field.nullable() : !widens(given, field.dataType())) {
+        throw setRefusal(
+            store,
+            "the expression for "
+                + name
+                + " is "
+                + given.simpleString()
+                + ", which does not fit value."
+                + name
+                + " ("
+                + field.dataType().simpleString()
+                + (given instanceof NullType ? ", not null" : "")
+                + ") without loss; the value keeps its recorded type, so cast the expression"
+                + " where you mean to narrow it");
+      }
+    }
+    if (where != null) {
+      DataType type = typeOf(spark, store, value, where, true);
+      if (!(type instanceof org.apache.spark.sql.types.BooleanType)) {
+        throw setRefusal(
+            store, "--where " + where + " is " + type.simpleString() + ", not a predicate");
+      }
+    }
+    compile(spark, store, value, io.stateshift.protocol.StateEdit.setFills(value, sets, where));
+  }
+
   /** The new value of an entry; the row is reused by the next call. */
   UnsafeRow apply(int partition, UnsafeRow key, UnsafeRow oldValue) {
     if (compiled == null) {
@@ -133,12 +180,26 @@ final class StateValueTransform implements Serializable {
 
   private static DataType typeOf(
       SparkSession spark, StoreSpec store, StructType target, String expression) {
-    LogicalPlan analyzed = analyze(store, target, spark, "(" + expression + ") AS filled");
+    return typeOf(spark, store, target, expression, false);
+  }
+
+  private static DataType typeOf(
+      SparkSession spark, StoreSpec store, StructType target, String expression, boolean set) {
+    LogicalPlan analyzed = analyze(store, target, spark, "(" + expression + ") AS filled", set);
     return ((Expression) ((Project) analyzed).projectList().head()).dataType();
   }
 
   private static LogicalPlan analyze(
       StoreSpec store, StructType target, SparkSession spark, String selectExpression) {
+    return analyze(store, target, spark, selectExpression, false);
+  }
+
+  private static LogicalPlan analyze(
+      StoreSpec store,
+      StructType target,
+      SparkSession spark,
+      String selectExpression,
+      boolean set) {
     try {
       return Plans.queryExecution(
               spark
@@ -147,13 +208,28 @@ final class StateValueTransform implements Serializable {
           .analyzed();
     } catch (Exception e) { // AnalysisException, and the parser's ParseException
       String message = e.getMessage() == null ? "Spark cannot analyze it" : e.getMessage();
-      throw refusal(store, target, message.strip().lines().findFirst().orElse(message));
+      String why = message.strip().lines().findFirst().orElse(message);
+      throw set ? setRefusal(store, why) : refusal(store, target, why);
     }
   }
 
   private static boolean widens(DataType from, DataType to) {
     return from.sameType(to)
         || org.apache.spark.sql.catalyst.expressions.Cast$.MODULE$.canUpCast(from, to);
+  }
+
+  private static StateShiftException setRefusal(StoreSpec store, String why) {
+    return new StateShiftException(
+        Reason.INVALID_ARGUMENT,
+        "The values of operator "
+            + store.operatorId()
+            + " store "
+            + store.storeName()
+            + " cannot be set: "
+            + why
+            + ". Its columns now: "
+            + StatePredicate.columns(StateRows.schema(store))
+            + ". The checkpoint was not changed.");
   }
 
   private static StateShiftException refusal(StoreSpec store, StructType target, String why) {

@@ -21,6 +21,41 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 public final class StoreMaintenance {
   private StoreMaintenance() {}
 
+  /**
+   * Uploads the snapshots that RocksDB stores of {@code checkpoint} still loaded in this JVM have
+   * queued, as the periodic maintenance would (which never fires in a test JVM): a store that logs
+   * its changes creates a snapshot at commit and leaves its upload to the maintenance, unless the
+   * provider unloads on commit ({@code stateStore.unloadOnCommit}, from Spark 4.1), which uploads
+   * it then. Nothing where no provider of the checkpoint is loaded.
+   */
+  public static void uploadQueuedSnapshots(Path checkpoint) {
+    Object loaded = null;
+    for (java.lang.reflect.Field field :
+        org.apache.spark.sql.execution.streaming.state.StateStore$.class.getDeclaredFields()) {
+      if (field.getName().endsWith("loadedProviders")) {
+        try {
+          field.setAccessible(true);
+          loaded = field.get(org.apache.spark.sql.execution.streaming.state.StateStore$.MODULE$);
+        } catch (ReflectiveOperationException e) {
+          throw new IllegalStateException(e);
+        }
+      }
+    }
+    if (!(loaded instanceof scala.collection.mutable.Map<?, ?> providers)) {
+      throw new IllegalStateException("Spark's StateStore keeps no map of loaded providers");
+    }
+    java.util.List<StateStoreProvider> ofCheckpoint = new java.util.ArrayList<>();
+    synchronized (providers) {
+      for (Object provider : ScalaBridge.javaList(providers.values())) {
+        StateStoreProvider p = (StateStoreProvider) provider;
+        if (p.stateStoreId().checkpointRootLocation().contains(checkpoint.toString())) {
+          ofCheckpoint.add(p);
+        }
+      }
+    }
+    ofCheckpoint.forEach(StateStoreProvider::doMaintenance);
+  }
+
   public static void run(
       SparkSession spark, Path checkpoint, int minDeltasForSnapshot, int minBatchesToRetain) {
     CheckpointFiles files =
