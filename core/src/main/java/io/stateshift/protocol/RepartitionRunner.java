@@ -12,7 +12,6 @@ import io.stateshift.checkpoint.PreparedManifest;
 import io.stateshift.checkpoint.SessionSettings;
 import io.stateshift.checkpoint.StateCheckpointIds;
 import io.stateshift.checkpoint.StateLayout;
-import io.stateshift.checkpoint.StateSchemaFile;
 import io.stateshift.checkpoint.StatefulOperator;
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
@@ -712,63 +711,12 @@ public final class RepartitionRunner {
                 targetProvider != null ? targetFormat : layout.checkpointFormatVersion());
     job.checkPlacement(placementChecks(layout));
     if (edit != null) {
-      Map<Integer, String> predicates = new LinkedHashMap<>();
-      Map<Integer, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row>> upserts =
-          new LinkedHashMap<>();
-      for (StoreSpec store : layout.stores()) {
-        if (store.operatorId() == editOperator) {
-          if (edit.deleteWhere() != null) {
-            predicates.put(store.slot(), edit.deleteWhere());
-          }
-          if (edit.upsertRows() != null) {
-            upserts.put(store.slot(), edit.upsertRows());
-          }
-        }
-      }
-      if (!predicates.isEmpty()) {
-        job.deleteWhere(spark, predicates);
-      }
-      if (!upserts.isEmpty()) {
-        job.upsert(spark, upserts);
-      }
-      StoreSpec evolved = null;
-      if (edit.evolves()) {
-        evolved =
-            layout.stores().stream()
-                .filter(st -> st.operatorId() == editOperator)
-                .findFirst()
-                .orElseThrow();
-        job.evolveValues(spark, Map.of(evolved.slot(), edit.valueSchema()), edit.fills());
-      }
-      if (edit.rewritesValues()) {
-        StoreSpec store =
-            layout.stores().stream()
-                .filter(st -> st.operatorId() == editOperator)
-                .findFirst()
-                .orElseThrow();
-        job.evolveValues(
-            spark,
-            Map.of(store.slot(), store.valueSchema()),
-            StateEdit.setFills(store.valueSchema(), edit.sets(), edit.setWhere()));
-        if (edit.setWhere() != null) {
-          // the entries the set rewrites, for the history (without --where: every entry read)
-          rewritten =
-              SparkLines.get().readState(spark, layout, store, null).where(edit.setWhere()).count();
-        }
-      }
+      EditStaging.Applied applied = EditStaging.apply(spark, edit, editOperator, layout, job);
+      rewritten = applied.rewritten();
       Redistribution.Outcome outcome = runStagingJob(job, layout, journal);
       deleted = job.deleted();
       added = job.added();
-      if (evolved != null) {
-        // Spark checks a restarted query's state schema against this file: it names the new value
-        StateSchemaFile.writeV2(
-            files,
-            new Path(
-                journal.stagedDir(files),
-                StateSchemaFile.path(evolved.operatorId(), evolved.storeName())),
-            evolved.keySchema(),
-            edit.valueSchema());
-      }
+      applied.writeSchemaFile(files, journal.stagedDir(files), edit);
       return outcome;
     }
     return runStagingJob(job, layout, journal);
