@@ -11,10 +11,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.cli.StateShiftCli;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.OperatorRun;
-import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
-import io.stateshift.testing.StreamRun;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -23,13 +21,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
-import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQuery;
-import org.apache.spark.sql.streaming.Trigger;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -244,39 +239,11 @@ class StateSetOracleTest {
   }
 
   private void run(Dataset<Row> query, Path checkpoint, Path sink, StateStores store) {
-    Runnable restore = SessionConf.set(spark, store.withPartitions(3));
-    try {
-      String sinkPath = sink.toString();
-      StreamingQuery running =
-          query
-              .writeStream()
-              .outputMode("complete")
-              .option("checkpointLocation", checkpoint.toString())
-              .trigger(Trigger.AvailableNow())
-              .foreachBatch(
-                  (VoidFunction2<Dataset<Row>, Long>)
-                      (batch, id) ->
-                          batch.write().mode("overwrite").parquet(sinkPath + "/batch=" + id))
-              .start();
-      running.awaitTermination();
-      StreamRun.awaitQueryEvents(spark);
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    } finally {
-      restore.run();
-    }
+    StateEvolveOracleTest.run(spark, query, checkpoint, sink, store);
   }
 
   private List<Row> lastBatchRows(Path sink) {
-    long last =
-        ((Number) spark.read().parquet(sink.toString()).agg(max("batch")).first().get(0))
-            .longValue();
-    return spark
-        .read()
-        .parquet(sink.toString())
-        .where(col("batch").equalTo(last))
-        .drop("batch")
-        .collectAsList();
+    return StateEvolveOracleTest.lastBatchRows(spark, sink);
   }
 
   private List<String> lastBatch(Path sink) {

@@ -86,40 +86,38 @@ final class StateEditCheck {
         checkEvolution(spark, files, edit, operator, store);
       }
       if (edit.rewritesValues()) {
-        if (operator.stores().size() != 1) {
-          throw new StateShiftException(
-              Reason.UNSUPPORTED_OPERATOR,
-              "Operator "
-                  + operator.id()
-                  + " ("
-                  + operator.name()
-                  + ") keeps its state in "
-                  + operator.stores().size()
-                  + " stores whose entries depend on each other (a join's rows and their"
-                  + " counts); stateshift sets the values of an operator with one store"
-                  + " (aggregations, deduplication, flatMapGroupsWithState). The checkpoint was"
-                  + " not changed.");
-        }
+        requireOneStore(
+            operator, "and stateshift sets the values only of an operator with one store");
         SparkLines.get().checkValueSet(spark, store, edit.sets(), edit.setWhere());
       }
       if (edit.upsertRows() != null) {
-        if (operator.stores().size() != 1) {
-          throw new StateShiftException(
-              Reason.UNSUPPORTED_OPERATOR,
-              "Operator "
-                  + operator.id()
-                  + " ("
-                  + operator.name()
-                  + ") keeps its state in "
-                  + operator.stores().size()
-                  + " stores whose entries depend on each other (a join's rows and their"
-                  + " counts), so entries cannot be upserted into it. The checkpoint was not"
-                  + " changed.");
-        }
+        requireOneStore(
+            operator, "and stateshift upserts entries only into an operator with one store");
         SparkLines.get().checkUpsert(spark, store, edit.upsertRows());
       }
     }
     return operator.id();
+  }
+
+  /**
+   * Refuses an operator whose state is several stores whose entries depend on each other (a join),
+   * for a change that writes values into one store.
+   */
+  private static void requireOneStore(StatefulOperator operator, String why) {
+    if (operator.stores().size() != 1) {
+      throw new StateShiftException(
+          Reason.UNSUPPORTED_OPERATOR,
+          "Operator "
+              + operator.id()
+              + " ("
+              + operator.name()
+              + ") keeps its state in "
+              + operator.stores().size()
+              + " stores whose entries depend on each other (a join's rows and their counts), "
+              + why
+              + " (aggregations, deduplication, flatMapGroupsWithState). The checkpoint was not"
+              + " changed.");
+    }
   }
 
   /**
