@@ -164,7 +164,14 @@ final class StateRedistributionJob implements Redistribution, Serializable {
   /** Whether tasks delete Spark's RocksDB folders in-process ({@link InProcessDeletes}). */
   private boolean inProcessDeletes = true;
 
-  StateRedistributionJob(
+  /**
+   * What the job is set up with: where the live state and the staging area are, the store settings
+   * the old layout is read with and those the new partitions are written with (another provider's
+   * for a migration), the Hadoop conf, the stores, the old and new counts, the last committed
+   * batch, whether each side is RocksDB's (else HDFS-backed), the compression codec, and the state
+   * checkpoint ids of the version read (format v2), or null.
+   */
+  record Setup(
       String liveStateRoot,
       String stagingRoot,
       StateStoreConf storeConf,
@@ -177,22 +184,24 @@ final class StateRedistributionJob implements Redistribution, Serializable {
       boolean readRocksDb,
       boolean writeRocksDb,
       String compressionCodec,
-      StateCheckpointIds readCheckpointIds) {
-    this.readCheckpointIds = readCheckpointIds;
-    this.liveStateRoot = liveStateRoot;
-    this.stagingRoot = stagingRoot;
-    this.storeConf = storeConf;
-    this.writeStoreConf = writeStoreConf;
-    this.hadoopConf = new SerializableConfiguration(hadoopConf);
-    this.stores = List.copyOf(stores);
-    this.oldPartitions = oldPartitions;
-    this.newPartitions = newPartitions;
+      StateCheckpointIds readCheckpointIds) {}
+
+  StateRedistributionJob(Setup setup) {
+    this.readCheckpointIds = setup.readCheckpointIds();
+    this.liveStateRoot = setup.liveStateRoot();
+    this.stagingRoot = setup.stagingRoot();
+    this.storeConf = setup.storeConf();
+    this.writeStoreConf = setup.writeStoreConf();
+    this.hadoopConf = new SerializableConfiguration(setup.hadoopConf());
+    this.stores = List.copyOf(setup.stores());
+    this.oldPartitions = setup.oldPartitions();
+    this.newPartitions = setup.newPartitions();
     // Batch b commits state version b + 1; the repartition writes batch N + 1, so version N + 2.
-    this.readVersion = lastCommittedBatch + 1;
-    this.writeBatchId = lastCommittedBatch + 1;
-    this.readRocksDb = readRocksDb;
-    this.writeRocksDb = writeRocksDb;
-    this.compressionCodec = compressionCodec;
+    this.readVersion = setup.lastCommittedBatch() + 1;
+    this.writeBatchId = setup.lastCommittedBatch() + 1;
+    this.readRocksDb = setup.readRocksDb();
+    this.writeRocksDb = setup.writeRocksDb();
+    this.compressionCodec = setup.compressionCodec();
     // column families (transformWithState) go through the provider's puts: see ColumnFamilyStates
     this.rocksDbMode =
         !writeRocksDb
