@@ -78,19 +78,20 @@ public final class SparkState {
       writeStoreConf = StateStores.storeConf(settings);
     }
     return new StateRedistributionJob(
-        files.path("state").toString(),
-        stagingDir,
-        storeConf,
-        writeStoreConf,
-        files.conf(),
-        layout.stores(),
-        layout.partitions(),
-        newPartitions,
-        layout.lastCommitted(),
-        layout.rocksDb(),
-        writeProvider.equals(StateLayout.ROCKSDB_PROVIDER),
-        storeConf.compressionCodec(),
-        layout.checkpointIds());
+        new StateRedistributionJob.Setup(
+            files.path("state").toString(),
+            stagingDir,
+            storeConf,
+            writeStoreConf,
+            files.conf(),
+            layout.stores(),
+            layout.partitions(),
+            newPartitions,
+            layout.lastCommitted(),
+            layout.rocksDb(),
+            writeProvider.equals(StateLayout.ROCKSDB_PROVIDER),
+            storeConf.compressionCodec(),
+            layout.checkpointIds()));
   }
 
   /** See {@link PreparedTailReplay}: the tail's replay onto a prepared layout. */

@@ -1,0 +1,197 @@
+package io.stateshift.spark.state;
+
+import io.stateshift.checkpoint.PlacementCheck;
+import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.checkpoint.spi.Redistribution.PartitionCount;
+import io.stateshift.spark.line.LineCalls;
+import io.stateshift.spark.line.StateCalls;
+import java.io.Serializable;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.function.Function;
+import java.util.function.ToLongFunction;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.util.TaskCompletionListener;
+import scala.Tuple2;
+
+/**
+ * The read side of the shuffle and of the in-place rewrite: runs in a task per old (store,
+ * partition), loads it with Spark's provider and gives every entry the edit keeps as a record
+ * tagged with its new (store, partition) target, counting what it read and left out.
+ */
+final class StateReadSide implements Serializable {
+  private final RedistributionContext ctx;
+
+  StateReadSide(RedistributionContext ctx) {
+    this.ctx = ctx;
+  }
+
+  Iterator<Tuple2<byte[], Object>> read(SourceTask task) {
+    ctx.beginTask();
+    StoreSpec spec = ctx.stores.get(task.slot());
+    if (spec.hasColumnFamilies()) {
+      return readColumnFamilies(task, spec);
+    }
+    TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    StateStoreProvider provider =
+        StateStores.open(
+            ctx.liveStateRoot, spec, task.partition(), ctx.storeConf, ctx.hadoopConf());
+    ReadStateStore store;
+    try {
+      store =
+          StateStores.loadToRead(
+              provider,
+              ctx.readVersion,
+              StateStores.checkpointId(ctx.readCheckpointIds, spec, task.partition()));
+    } catch (RuntimeException e) {
+      provider.close();
+      if (RocksDbSstExchange.isCorruption(e)) {
+        throw ctx.rocksDbDamage(
+            spec, task.partition(), ctx.versionFiles(spec, task.partition()), e);
+      }
+      throw e;
+    }
+    StateStoreIterator<UnsafeRowPair> entries = LineCalls.rows(store);
+    StateEdits.Kept<UnsafeRowPair> rows = ctx.edits.kept(entries, spec.slot(), task.partition());
+    timer.lap("load");
+    TaskContext.get()
+        .addTaskCompletionListener(
+            (TaskCompletionListener)
+                context -> {
+                  timer.lap("iterate+shuffle-write");
+                  entries.close();
+                  StateCalls.release(store);
+                  provider.close();
+                  timer.lap("close");
+                  timer.report();
+                });
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, ctx.newPartitions);
+    PlacementCheck check = ctx.placementCheck(spec, task.partition());
+    String source = ctx.versionFiles(spec, task.partition());
+    RocksDbSnapshotWriter.Encoding encoding = ctx.sstEncoding(spec.slot());
+    int firstTarget = spec.slot() * ctx.newPartitions;
+    return counted(
+        task,
+        rows,
+        pair -> pair.key().getSizeInBytes() + pair.value().getSizeInBytes(),
+        pair -> {
+          int hash = placement.hash(pair.key());
+          if (check != null && check.misplaced(hash)) {
+            check.report(source);
+          }
+          int target = firstTarget + StateStores.KeyPlacement.pmod(hash, ctx.newPartitions);
+          UnsafeRow value =
+              ctx.edits.value(spec.slot(), task.partition(), pair.key(), pair.value());
+          return encoding != null
+              ? encoding.record(target, pair.key(), value)
+              : StateRecords.pack(target, pair.key(), value);
+        });
+  }
+
+  /** An upsert's entries for one store slot as shuffle records, tagged with their new partition. */
+  Iterator<Tuple2<byte[], Object>> upsertRecords(int slot, Iterator<UnsafeRow[]> entries) {
+    StoreSpec spec = ctx.stores.get(slot);
+    int newPartitions = ctx.newPartitions;
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
+    RocksDbSnapshotWriter.Encoding encoding = ctx.sstEncoding(slot);
+    int firstTarget = slot * newPartitions;
+    return new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return entries.hasNext();
+      }
+
+      @Override
+      public Tuple2<byte[], Object> next() {
+        var entry = entries.next();
+        int target =
+            firstTarget + StateStores.KeyPlacement.pmod(placement.hash(entry[0]), newPartitions);
+        byte[] record =
+            encoding != null
+                ? encoding.record(target, entry[0], entry[1])
+                : StateRecords.pack(target, entry[0], entry[1]);
+        return new Tuple2<>(record, null);
+      }
+    };
+  }
+
+  /** The read side for a store with several column families (transformWithState). */
+  private Iterator<Tuple2<byte[], Object>> readColumnFamilies(SourceTask task, StoreSpec spec) {
+    ColumnFamilyStates.Reader reader =
+        new ColumnFamilyStates.Reader(
+            ctx.liveStateRoot,
+            spec,
+            task.partition(),
+            ctx.readVersion,
+            StateStores.checkpointId(ctx.readCheckpointIds, spec, task.partition()),
+            ctx.storeConf,
+            ctx.hadoopConf());
+    TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> reader.close());
+    StateEdits.Kept<ColumnFamilyStates.Entry> entries =
+        ctx.edits.keptEntries(
+            reader.entries(
+                spec,
+                ctx.newPartitions,
+                ctx.placementCheck(spec, task.partition()),
+                ctx.versionFiles(spec, task.partition())),
+            spec.slot(),
+            task.partition());
+    int firstTarget = spec.slot() * ctx.newPartitions;
+    return counted(
+        task,
+        entries,
+        ColumnFamilyStates.Entry::bytes,
+        entry -> entry.record(firstTarget + entry.newPartition()));
+  }
+
+  /**
+   * The kept entries of one old (store, partition) as records, each made by {@code record}; when
+   * they run out, what was read ({@code size}: an entry's key and value bytes) and left out is
+   * added to the job's counts, once.
+   */
+  private <T> Iterator<Tuple2<byte[], Object>> counted(
+      SourceTask task,
+      StateEdits.Kept<T> entries,
+      ToLongFunction<T> size,
+      Function<T, byte[]> record) {
+    boolean countsLeftOut = ctx.edits.leavesOut(task.slot());
+    return new Iterator<>() {
+      long count;
+      long bytes;
+      boolean reported;
+
+      @Override
+      public boolean hasNext() {
+        boolean more = entries.hasNext();
+        if (!more && !reported) {
+          reported = true;
+          ctx.readCounts.add(
+              new PartitionCount(
+                  task.slot(), task.partition(), count + entries.leftOut(), bytes, null));
+          if (countsLeftOut) {
+            ctx.deletedCounts.add(
+                new PartitionCount(task.slot(), task.partition(), entries.leftOut(), 0, null));
+          }
+        }
+        return more;
+      }
+
+      @Override
+      public Tuple2<byte[], Object> next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        T entry = entries.next();
+        byte[] bytesOut = record.apply(entry);
+        count++;
+        bytes += size.applyAsLong(entry);
+        return new Tuple2<>(bytesOut, null);
+      }
+    };
+  }
+}
