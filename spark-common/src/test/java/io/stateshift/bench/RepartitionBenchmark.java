@@ -9,6 +9,7 @@ import io.stateshift.StateShift;
 import io.stateshift.StateShiftException;
 import io.stateshift.StateShiftExtensions;
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.testing.LineApis;
 import io.stateshift.testing.StandaloneCluster;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -115,10 +116,26 @@ public final class RepartitionBenchmark {
         String[] p = d.split("->|:");
         directions.add(new int[] {Integer.parseInt(p[0].trim()), Integer.parseInt(p[1].trim())});
       }
-      List<String> methods = split(values.getOrDefault("methods", String.join(",", Results.WARM)));
+      List<String> methods =
+          split(
+              values.getOrDefault(
+                  "methods",
+                  String.join(
+                      ",",
+                      Results.WARM.stream()
+                          .filter(m -> BenchLine.hasBuiltInRunner() || !m.equals(Results.BUILTIN))
+                          .toList())));
       for (String m : methods) {
         if (!Results.ALL_WARM.contains(m)) {
           throw new IllegalArgumentException("unknown method '" + m + "' " + Results.ALL_WARM);
+        }
+        if (m.equals(Results.BUILTIN) && !BenchLine.hasBuiltInRunner()) {
+          throw new IllegalArgumentException(
+              "--methods builtin: the Spark "
+                  + BenchLine.name()
+                  + " line has no built-in repartition runner (it came with Spark 4.2);"
+                  + " compare with --methods replay (a new checkpoint and the same query over"
+                  + " the whole input with the new partition count)");
         }
       }
       return new Options(
@@ -177,7 +194,8 @@ public final class RepartitionBenchmark {
         --directions 8:16,200:8,200:64,200:400   from:to partition counts (200: Spark's
                                      default; also e.g. 16:6)
         --repeat 3                   timed runs per method (min and median reported)
-        --methods stateshift,builtin,replay,floor   also: unchecked (stateshift without the
+        --methods stateshift,builtin,replay,floor   (builtin: Spark 4.2's own runner, on the
+                                     4.2 line only) also: unchecked (stateshift without the
                                      placement check), ondemand,restart (restart the query
                                      with spark.sql.streaming.stateStore.partitions set / unset),
                                      migrate (stateshift migrate to the other provider),
@@ -185,8 +203,9 @@ public final class RepartitionBenchmark {
                                      from the prepared layout; hdfs, rocksdb-changelog),
                                      erase (edit deleting ~1% of the keys, count kept)
         --tail 0.01                  share of the keys the prepared method's tail batch updates
-        --cold                       also time fresh processes: ./stateshift repartition vs the
-                                     built-in runner in a fresh java (slow)
+        --cold                       also time fresh processes: ./stateshift repartition (of the
+                                     same Spark line) vs the built-in runner in a fresh java
+                                     (4.2 only; slow)
         --cold-heap 2g               -Xmx of the cold processes (./stateshift's default)
         --files 4                    input files = micro-batches of the query
         --work-dir /tmp/stateshift-bench   checkpoints, copies and input (deleted unless --keep)
@@ -214,6 +233,9 @@ public final class RepartitionBenchmark {
 
   /** {@code --master standalone}: a Master and two Workers of one core each, as child JVMs. */
   static final String STANDALONE = "standalone";
+
+  /** The cold built-in runner's main class: in the test classes of the lines that have one. */
+  static final String BUILTIN_MAIN = "io.stateshift.bench.BuiltinRepartitionMain";
 
   /** The standalone cluster with --master standalone; null otherwise. */
   private final StandaloneCluster cluster;
@@ -269,6 +291,7 @@ public final class RepartitionBenchmark {
     environment.put("checkpointFs", options.fs());
     environment.put("java", System.getProperty("java.version"));
     environment.put("spark", spark.version());
+    environment.put("sparkLine", BenchLine.name());
     environment.put("maxHeapBytes", Runtime.getRuntime().maxMemory());
     environment.put(
         "repetitionsText",
@@ -286,7 +309,7 @@ public final class RepartitionBenchmark {
                 "--untracked-files=no",
                 "core/src/main",
                 "spark-common/src",
-                "spark-4.2/src/main")
+                BenchLine.module() + "/src/main")
             .trim();
     environment.put("gitDirty", !status.isEmpty());
     environment.put(
@@ -302,7 +325,7 @@ public final class RepartitionBenchmark {
    * by {@code ./stateshift classpath}, which bench/run runs first) shipped to the executors.
    */
   private StandaloneCluster startCluster(SparkSession.Builder builder) {
-    Path jar = projectDir.resolve("spark-4.2/target/stateshift.jar");
+    Path jar = projectDir.resolve(BenchLine.module() + "/target/stateshift.jar");
     if (!Files.isRegularFile(jar)) {
       throw new IllegalStateException(jar + " is missing: run ./stateshift classpath first");
     }
@@ -594,7 +617,11 @@ public final class RepartitionBenchmark {
       }
     }
     if (cold) {
-      if (!provider.rocksDb) {
+      boolean coldBuiltin = provider.rocksDb && BenchLine.hasBuiltInRunner();
+      if (!BenchLine.hasBuiltInRunner()) {
+        c.method(Results.COLD_BUILTIN).skipped =
+            "the Spark " + BenchLine.name() + " line has no built-in runner";
+      } else if (!provider.rocksDb) {
         c.method(Results.COLD_BUILTIN).skipped = "the built-in runner supports RocksDB only";
       }
       Results.Method warmStateshift = c.method(Results.STATESHIFT);
@@ -603,13 +630,13 @@ public final class RepartitionBenchmark {
       }
       for (int rep = 0; rep < repeat; rep++) {
         boolean builtinFirst = rep % 2 == 1; // alternate which process runs first
-        if (builtinFirst && provider.rocksDb) {
+        if (builtinFirst && coldBuiltin) {
           timeColdBuiltin(c, provider, master, rep + 1, name);
         }
         if (warmStateshift.skipped == null) {
           timeColdStateshift(c, master, rowsBefore, rep + 1, name);
         }
-        if (!builtinFirst && provider.rocksDb) {
+        if (!builtinFirst && coldBuiltin) {
           timeColdBuiltin(c, provider, master, rep + 1, name);
         }
       }
@@ -807,9 +834,7 @@ public final class RepartitionBenchmark {
     try (HeapSampler heap = HeapSampler.start()) {
       long t = System.nanoTime();
       spark.streams(); // needs the StateStoreCoordinator
-      ((org.apache.spark.sql.classic.SparkSession) spark)
-          .streamingCheckpointManager()
-          .repartition(copy.toString(), c.to, true);
+      LineApis.builtInRepartition(spark, copy.toString(), c.to);
       run.millis = (System.nanoTime() - t) / 1_000_000;
       record(run, heap);
     } finally {
@@ -983,7 +1008,8 @@ public final class RepartitionBenchmark {
     // ./stateshift rebuilds its jar when src/main changed: let that happen outside the timing
     Path buildLog = options.workDir().resolve("cold-stateshift-build.log");
     if (runProcess(
-            new ProcessBuilder(projectDir.resolve("stateshift").toString(), "classpath"),
+            BenchLine.into(
+                new ProcessBuilder(projectDir.resolve("stateshift").toString(), "classpath")),
             buildLog,
             new Results.Run())
         != 0) {
@@ -1004,6 +1030,7 @@ public final class RepartitionBenchmark {
             Integer.toString(c.to),
             "--assume-stopped");
     pb.environment().put("STATESHIFT_JAVA_OPTS", "-Xmx" + options.coldHeap());
+    BenchLine.into(pb);
     int exit = runProcess(pb, logFile, run);
     if (exit != 0) {
       throw new IllegalStateException(
@@ -1039,7 +1066,7 @@ public final class RepartitionBenchmark {
                 + projectDir.resolve("core/src/main/resources/stateshift-log4j2.properties"),
             "-cp",
             System.getProperty("java.class.path"),
-            BuiltinRepartitionMain.class.getName(),
+            BUILTIN_MAIN,
             copy.toString(),
             Integer.toString(c.to),
             provider.providerClass());

@@ -282,6 +282,7 @@ public final class LivePrepareBenchmark {
     environment.put("master", options.master());
     environment.put("java", System.getProperty("java.version"));
     environment.put("spark", spark.version());
+    environment.put("sparkLine", BenchLine.name());
     environment.put("maxHeapBytes", Runtime.getRuntime().maxMemory());
     String commit = BenchOutput.git(projectDir, "rev-parse", "--short", "HEAD").trim();
     environment.put("gitCommit", commit.isEmpty() ? "unknown commit" : commit);
@@ -293,7 +294,7 @@ public final class LivePrepareBenchmark {
                 "--untracked-files=no",
                 "core/src/main",
                 "spark-common/src",
-                "spark-4.2/src/main")
+                BenchLine.module() + "/src/main")
             .trim();
     environment.put("gitDirty", !status.isEmpty());
   }
@@ -855,6 +856,7 @@ public final class LivePrepareBenchmark {
 
   private long[] runProcess(List<String> command, Path stdout, Path stderr) {
     ProcessBuilder pb = new ProcessBuilder(command).directory(projectDir.toFile());
+    BenchLine.into(pb);
     if (stdout == null) {
       pb.redirectErrorStream(true);
       pb.redirectOutput(ProcessBuilder.Redirect.to(stderr.toFile()));
