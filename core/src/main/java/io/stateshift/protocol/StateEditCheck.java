@@ -131,19 +131,8 @@ final class StateEditCheck {
       StateEdit edit,
       StatefulOperator operator,
       StoreSpec store) {
-    if (operator.stores().size() != 1) {
-      throw new StateShiftException(
-          Reason.UNSUPPORTED_OPERATOR,
-          "Operator "
-              + operator.id()
-              + " ("
-              + operator.name()
-              + ") keeps its state in "
-              + operator.stores().size()
-              + " stores; stateshift evolves the values of an operator with one store"
-              + " (aggregations, deduplication, flatMapGroupsWithState). The checkpoint was not"
-              + " changed.");
-    }
+    requireOneStore(
+        operator, "and stateshift evolves the values only of an operator with one store");
     if (edit.keySchema() != null && !sameFields(edit.keySchema(), store.keySchema())) {
       throw new StateShiftException(
           Reason.QUERY_CHANGED,
