@@ -7,15 +7,12 @@ import static org.apache.spark.sql.functions.max;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.stateshift.cli.StateShiftCli;
+import io.stateshift.cli.StateShiftCliTest;
+import io.stateshift.cli.StateShiftCliTest.Run;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.OperatorRun;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -41,28 +38,13 @@ class StateSetOracleTest {
   private static final int ROWS = 300;
   private static final int DEVICES = 10;
   private static final String SELECTED = "key.device < 'device-5'";
-  private static final ObjectMapper JSON = new ObjectMapper();
 
   private final SparkSession spark = SparkTestSession.get(); // the CLI uses the program's session
 
   @TempDir Path tmp;
 
-  private record Run(int exit, String out, String err) {
-    JsonNode json() throws Exception {
-      return JSON.readTree(out);
-    }
-  }
-
   private static Run cli(String... args) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int exit =
-        new StateShiftCli(
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8))
-            .run(args);
-    return new Run(
-        exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    return StateShiftCliTest.cli(args);
   }
 
   private static Dataset<Row> query(Dataset<Row> events) {

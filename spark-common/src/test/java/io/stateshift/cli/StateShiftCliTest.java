@@ -25,20 +25,21 @@ import org.junit.jupiter.api.io.TempDir;
  * The command line as a script meets it: misspelt options, flags given a value, help, version,
  * idempotent repartitions, JSON output, the demo's folder, and history.
  */
-class StateShiftCliTest {
+public class StateShiftCliTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private final SparkSession spark = SparkTestSession.get(); // the CLI uses the program's session
 
   @TempDir Path tmp;
 
   /** What one command line printed and returned. */
-  record Run(int exit, String out, String err) {
-    JsonNode json() throws Exception {
+  public record Run(int exit, String out, String err) {
+    public JsonNode json() throws Exception {
       return JSON.readTree(out);
     }
   }
 
-  static Run cli(String... args) {
+  /** Runs the command line in this JVM; its exit code and what it printed. */
+  public static Run cli(String... args) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     int exit =
