@@ -122,7 +122,7 @@ class StateEditOracleTest {
     if (store == StateStores.HDFS) {
       return "hdfs-file-exchange";
     }
-    // without the RocksDB fast paths (4.0) an erase that keeps the count rewrites in place
+    // without the RocksDB fast paths (3.5) an erase that keeps the count rewrites in place
     return StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null
         ? "rocksdb-sst-exchange"
         : "in-place rewrite";

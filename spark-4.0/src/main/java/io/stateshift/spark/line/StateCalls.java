@@ -1,6 +1,7 @@
 package io.stateshift.spark.line;
 
 import java.io.File;
+import java.lang.reflect.Field;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
@@ -9,16 +10,37 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSnapshotFile;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+import scala.Option;
 
 /**
  * Calls into Spark 4.0's state stores, where 4.1 renamed or changed them: a provider is unloaded
  * without maintenance, a read store is given back by {@code abort}, a join's store ids sit at fixed
- * positions, and the RocksDB members of stateshift's fast paths are missing or differ, so those
- * paths stay off ({@link #ROCKSDB_FAST_PATHS_UNAVAILABLE}) and RocksDB state is written through the
- * provider's puts.
+ * positions, and the RocksDB members of stateshift's fast paths differ: a store's local folder is a
+ * private field, the file manager writes no checksums and holds nothing to close, and its upload
+ * takes no zip check.
  */
 public final class StateCalls {
   private StateCalls() {}
+
+  private static final Field LOCAL_ROOT_DIR = localRootDirField();
+  private static final String LOCAL_ROOT_DIR_PROBLEM =
+      LOCAL_ROOT_DIR == null
+          ? "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field"
+              + " 'localRootDir' (java.io.File); written through the provider's puts"
+          : null;
+
+  private static Field localRootDirField() {
+    try {
+      Field f = RocksDB.class.getDeclaredField("localRootDir");
+      if (f.getType() != File.class) {
+        return null;
+      }
+      f.setAccessible(true);
+      return f;
+    } catch (NoSuchFieldException | RuntimeException e) {
+      return null;
+    }
+  }
 
   /**
    * The setting of a query's session a new checkpoint takes its state partition count from: 4.0 has
@@ -27,9 +49,7 @@ public final class StateCalls {
   public static final String NEW_CHECKPOINT_PARTITIONS = "spark.sql.shuffle.partitions";
 
   /** Why stateshift's RocksDB fast paths (SST ingestion, direct commits) do not run, or null. */
-  public static final String ROCKSDB_FAST_PATHS_UNAVAILABLE =
-      "Spark 4.0's RocksDB classes lack what stateshift's SST fast paths use (localRootDir, file"
-          + " checksums, the file manager's close); written through the provider's puts";
+  public static final String ROCKSDB_FAST_PATHS_UNAVAILABLE = LOCAL_ROOT_DIR_PROBLEM;
 
   /** Closes a loaded provider of this executor (4.0 has no maintenance-and-unload). */
   public static void unloadProvider(StateStoreProviderId id) {
@@ -42,12 +62,13 @@ public final class StateCalls {
   }
 
   /**
-   * Where a join store's id sits in a partition's array: 4.0 reads them in this fixed order ({@code
-   * SymmetricHashJoinStateManager.getStateStoreCheckpointIds}); -1 for another store.
+   * Where a store's id sits in a partition's array: a join's four in the fixed order 4.0 reads them
+   * ({@code SymmetricHashJoinStateManager.getStateStoreCheckpointIds}), any other operator's one
+   * store first; -1 for another store.
    */
   public static int joinCheckpointIdPosition(String storeName) {
     return switch (storeName) {
-      case "left-keyToNumValues" -> 0;
+      case "default", "left-keyToNumValues" -> 0;
       case "left-keyWithIndexToValue" -> 1;
       case "right-keyToNumValues" -> 2;
       case "right-keyWithIndexToValue" -> 3;
@@ -55,8 +76,13 @@ public final class StateCalls {
     };
   }
 
+  /** The store's local folder: 4.0 keeps it in a private field, 4.1 made it public. */
   public static File localRootDir(RocksDB db) {
-    throw unavailable();
+    try {
+      return (File) LOCAL_ROOT_DIR.get(db);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException("Cannot read RocksDB.localRootDir: " + e, e);
+    }
   }
 
   /** 4.0 writes no file checksums. */
@@ -85,11 +111,15 @@ public final class StateCalls {
       long version,
       long rows,
       scala.collection.Map<String, RocksDBSnapshotFile> mapping) {
-    throw unavailable();
-  }
-
-  private static UnsupportedOperationException unavailable() {
-    return new UnsupportedOperationException(ROCKSDB_FAST_PATHS_UNAVAILABLE);
+    files.saveCheckpointToDfs(
+        dir,
+        version,
+        rows,
+        0L,
+        mapping,
+        Option.apply(scala.collection.immutable.Map$.MODULE$.empty()),
+        Option.apply((Object) (short) 0),
+        Option.empty());
   }
 
   /** Stops a store's automatic compactions before it loads; whether it could. */

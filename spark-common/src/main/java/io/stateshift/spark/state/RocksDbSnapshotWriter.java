@@ -141,8 +141,13 @@ final class RocksDbSnapshotWriter {
           store -> {
             timer.lap("open");
             RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
-            Written written =
-                records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
+            Written written;
+            if (records.hasNext()) {
+              written = ingest(db, records, timer);
+            } else {
+              written = new Written(0, 0, null);
+              StateStores.createStoreFolder(stateRoot, spec, partition, hadoopConf);
+            }
             RocksDbInternals.setKeysOnWritingVersion(db, written.rows());
             store.commit();
             timer.lap("commit");

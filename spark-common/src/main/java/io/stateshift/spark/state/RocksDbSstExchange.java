@@ -623,7 +623,9 @@ final class RocksDbSstExchange {
                   rows,
                   spec);
               timer.lap("merge");
-              if (!local.isEmpty()) {
+              if (local.isEmpty()) {
+                StateStores.createStoreFolder(stateRoot, spec, partition, hadoopConf);
+              } else {
                 try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
                   options.setMoveFiles(true); // our own file, in the store's folder
                   RocksDbInternals.nativeDb(db).ingestExternalFile(local, options);
