@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.ChildJvm;
+import io.stateshift.testing.SparkFeatures;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -88,14 +89,17 @@ class CheckpointFormatV2Test {
               assertThat(s.rowsWritten()).isEqualTo(s.rowsRead());
             });
     assertNewCommitNamesTheNewFiles(checkpoint, result.batchId(), to);
-    // Spark's statestore source loads by the commit log's ids only when the session uses v2.
+    // Spark's statestore source loads by the commit log's ids only when the session uses v2, and
+    // 4.1's state-metadata source reads a v2 commit log only then.
     spark.conf().set(FORMAT, "2");
     try {
-      StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
+      if (SparkFeatures.stateSourceReadsFormatV2(spark)) {
+        StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
+      }
+      StateAssertions.assertMetadataReports(spark, checkpoint, to);
     } finally {
       spark.conf().unset(FORMAT);
     }
-    StateAssertions.assertMetadataReports(spark, checkpoint, to);
     assertThat(StateShift.get(spark).verify(checkpoint.toString()).problems()).isEmpty();
 
     continueAndCheck(run, query, store, checkpoint, sink, from, to);
@@ -177,7 +181,9 @@ class CheckpointFormatV2Test {
             });
     spark.conf().set(FORMAT, "2");
     try {
-      StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), 6);
+      if (SparkFeatures.stateSourceReadsFormatV2(spark)) {
+        StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), 6);
+      }
     } finally {
       spark.conf().unset(FORMAT);
     }

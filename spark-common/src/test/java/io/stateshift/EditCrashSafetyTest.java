@@ -34,11 +34,14 @@ class EditCrashSafetyTest {
 
   @TempDir Path tmp;
 
+  /** The step an edit never reaches: it keeps the partition count, so no folder is retired. */
+  static final String KEPT_COUNT_SKIPS = "retired";
+
   static Stream<Arguments> killPoints() {
     return TestSets.orCover(
         TestSets.sampledSteps(
             List.of(StateStores.HDFS, StateStores.ROCKSDB),
-            FailPoints.ALL,
+            FailPoints.ALL.stream().filter(step -> !step.equals(KEPT_COUNT_SKIPS)).toList(),
             List.of("staging-task", "journal-switching", "published", "commit", "history")),
         c -> c[1].equals("staging-task") || c[1].equals("published"));
   }

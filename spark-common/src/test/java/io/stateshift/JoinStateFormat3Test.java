@@ -19,6 +19,7 @@ import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -32,6 +33,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * after each repartition every key of every column family sits in the partition Spark assigns its
  * join key, and every row read is written.
  */
+@Tag("join-format-3")
 class JoinStateFormat3Test {
   static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
   static final List<String> FAMILIES =

@@ -2,9 +2,11 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.spark.line.LineFeatures;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.OperatorQueries;
 import io.stateshift.testing.OperatorRun;
+import io.stateshift.testing.SparkFeatures;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -124,7 +126,14 @@ class MigrateFormatOracleTest {
    */
   static Stream<Arguments> scenarios() {
     List<Arguments> out = new ArrayList<>();
+    boolean joinFormat3 = SparkFeatures.joinStateFormat(SparkTestSession.get(), 3);
     for (Workload w : Workload.values()) {
+      if (w.joinFormat == 3 && !joinFormat3) {
+        continue; // Spark 4.0 and 3.5 have join state formats 1 and 2 only
+      }
+      if (w == Workload.TRANSFORM_WITH_STATE && !LineFeatures.TRANSFORM_WITH_STATE) {
+        continue; // refused on this line: TransformWithStateRefusedTest
+      }
       out.add(Arguments.of(w, 1, 2, StateStores.ROCKSDB_CHANGELOG, 4));
       out.add(Arguments.of(w, 2, 1, StateStores.ROCKSDB, 2));
     }
@@ -168,7 +177,9 @@ class MigrateFormatOracleTest {
     // Spark's reader opens the state in the format the session names
     spark.conf().set(MigrateFormatVersionTest.FORMAT, Integer.toString(toFormat));
     try {
-      assertEveryKeyInItsSparkPartition(workload, checkpoint, batch, partitions);
+      if (toFormat == 1 || SparkFeatures.stateSourceReadsFormatV2(spark)) {
+        assertEveryKeyInItsSparkPartition(workload, checkpoint, batch, partitions);
+      }
       StateAssertions.assertMetadataReports(spark, checkpoint, partitions);
     } finally {
       spark.conf().unset(MigrateFormatVersionTest.FORMAT);
@@ -264,7 +275,10 @@ class MigrateFormatOracleTest {
     }
     spark.conf().set(MigrateFormatVersionTest.FORMAT, Integer.toString(toFormat));
     try {
-      StateAssertions.assertEveryStoreKeyInItsSparkPartition(spark, checkpoint, batch, partitions);
+      if (toFormat == 1 || SparkFeatures.stateSourceReadsFormatV2(spark)) {
+        StateAssertions.assertEveryStoreKeyInItsSparkPartition(
+            spark, checkpoint, batch, partitions);
+      }
     } finally {
       spark.conf().unset(MigrateFormatVersionTest.FORMAT);
     }

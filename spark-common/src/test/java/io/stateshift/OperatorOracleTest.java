@@ -296,6 +296,7 @@ class OperatorOracleTest {
 
   /** Join state format 4 is for testing only in Spark 4.2: refused, naming the fix, unchanged. */
   @Test
+  @Tag("join-format-4")
   void joinStateFormat4IsRefusedAndTheCheckpointIsUnchanged() {
     OperatorRun run = new OperatorRun(spark, tmp.resolve("input"));
     Path checkpoint = tmp.resolve("checkpoint");

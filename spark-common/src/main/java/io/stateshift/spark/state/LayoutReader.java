@@ -709,8 +709,9 @@ final class LayoutReader {
         }
         String text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         int lineBreak = text.indexOf('\n');
-        if (lineBreak < 0 || !text.substring(0, lineBreak).equals("v1")) {
-          problem = "its metadata does not start with the version line v1";
+        // Spark 4.0 writes v2 where its JVM's first RocksDB commit had checkpoint format v2
+        if (lineBreak < 0 || !text.substring(0, lineBreak).matches("v[12]")) {
+          problem = "its metadata does not start with the version line v1 or v2";
           break;
         }
         JsonNode node = JSON.readTree(text.substring(lineBreak + 1));

@@ -15,13 +15,16 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * An old RocksDB partition loaded to be read once does not rewrite itself in the background. The
- * oracle is Spark's own load of the same version, which starts merging its level-0 files.
+ * oracle is Spark's own load of the same version, which starts merging its level-0 files. Tag
+ * level0-versions: the versions Spark 4.0's query writes here hold no level-0 file to keep.
  */
+@Tag("level0-versions")
 class StoppedCompactionsTest {
   private static final String LEVEL0_FILES = "rocksdb.num-files-at-level0";
 
@@ -55,9 +58,7 @@ class StoppedCompactionsTest {
       ReadStateStore store = sparks.getReadStore(version, scala.Option.empty());
       try {
         org.rocksdb.RocksDB db = nativeDb(store);
-        assertThat(level0Files(db))
-            .as("level-0 files of the last version")
-            .isGreaterThanOrEqualTo(4);
+        // Spark 4.0's load may have merged them already; ours below shows the version has 4 or more
         // RocksDB's one shared compaction thread may be busy with other stores of this JVM
         long deadline = System.currentTimeMillis() + 90_000;
         while (level0Files(db) >= 4 && System.currentTimeMillis() < deadline) {
@@ -82,7 +83,7 @@ class StoppedCompactionsTest {
         long atLoad = level0Files(db);
         Thread.sleep(1_000);
         assertThat(level0Files(db)).as("no compaction after loadToRead").isEqualTo(atLoad);
-        assertThat(atLoad).isGreaterThanOrEqualTo(4);
+        assertThat(atLoad).as("level-0 files of the last version").isGreaterThanOrEqualTo(4);
         assertThat(rows(store)).as("every key still read").isEqualTo(sparksRows).isPositive();
       } finally {
         StateCalls.release(store);
