@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.stateshift.protocol.FailPoints;
 import io.stateshift.testing.ChildJvm;
-import io.stateshift.testing.SparkFeatures;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -93,9 +92,7 @@ class CheckpointFormatV2Test {
     // 4.1's state-metadata source reads a v2 commit log only then.
     spark.conf().set(FORMAT, "2");
     try {
-      if (SparkFeatures.stateSourceReadsFormatV2(spark)) {
-        StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
-      }
+      StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
       StateAssertions.assertMetadataReports(spark, checkpoint, to);
     } finally {
       spark.conf().unset(FORMAT);
@@ -181,9 +178,7 @@ class CheckpointFormatV2Test {
             });
     spark.conf().set(FORMAT, "2");
     try {
-      if (SparkFeatures.stateSourceReadsFormatV2(spark)) {
-        StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), 6);
-      }
+      StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), 6);
     } finally {
       spark.conf().unset(FORMAT);
     }

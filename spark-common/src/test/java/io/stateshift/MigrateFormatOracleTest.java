@@ -177,9 +177,7 @@ class MigrateFormatOracleTest {
     // Spark's reader opens the state in the format the session names
     spark.conf().set(MigrateFormatVersionTest.FORMAT, Integer.toString(toFormat));
     try {
-      if (toFormat == 1 || SparkFeatures.stateSourceReadsFormatV2(spark)) {
-        assertEveryKeyInItsSparkPartition(workload, checkpoint, batch, partitions);
-      }
+      assertEveryKeyInItsSparkPartition(workload, checkpoint, batch, partitions);
       StateAssertions.assertMetadataReports(spark, checkpoint, partitions);
     } finally {
       spark.conf().unset(MigrateFormatVersionTest.FORMAT);
@@ -275,10 +273,7 @@ class MigrateFormatOracleTest {
     }
     spark.conf().set(MigrateFormatVersionTest.FORMAT, Integer.toString(toFormat));
     try {
-      if (toFormat == 1 || SparkFeatures.stateSourceReadsFormatV2(spark)) {
-        StateAssertions.assertEveryStoreKeyInItsSparkPartition(
-            spark, checkpoint, batch, partitions);
-      }
+      StateAssertions.assertEveryStoreKeyInItsSparkPartition(spark, checkpoint, batch, partitions);
     } finally {
       spark.conf().unset(MigrateFormatVersionTest.FORMAT);
     }

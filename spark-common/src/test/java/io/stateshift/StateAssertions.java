@@ -3,6 +3,7 @@ package io.stateshift;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.stateshift.spark.state.StateSources;
+import io.stateshift.testing.SparkFeatures;
 import java.nio.file.Path;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
@@ -24,6 +25,9 @@ final class StateAssertions {
 
   static void assertEveryKeyInItsSparkPartition(
       SparkSession spark, String checkpoint, long batchId, int partitions) {
+    if (readsFormatV2WithoutIds(spark)) {
+      return; // the output oracle checks such a checkpoint
+    }
     List<Row> operators =
         StateSources.metadata(spark, checkpoint)
             .select("operatorId", "stateStoreName")
@@ -47,6 +51,17 @@ final class StateAssertions {
   }
 
   /**
+   * Whether the session reads state checkpoint format v2 (the tests name it before reading such a
+   * checkpoint) with a statestore source that cannot: Spark 4.0's loads a version by its number.
+   */
+  private static boolean readsFormatV2WithoutIds(SparkSession spark) {
+    return !SparkFeatures.stateSourceReadsFormatV2(spark)
+        && "2"
+            .equals(
+                spark.conf().get("spark.sql.streaming.stateStore.checkpointFormatVersion", "1"));
+  }
+
+  /**
    * The same per store, for every operator: Spark's statestore source reads each store, and each
    * key's partition is checked against the operator's partition key, computed in SQL: the whole
    * key, except the key without its last field for a session window and a join's
@@ -54,6 +69,9 @@ final class StateAssertions {
    */
   static void assertEveryStoreKeyInItsSparkPartition(
       SparkSession spark, Path checkpoint, long batchId, int partitions) {
+    if (readsFormatV2WithoutIds(spark)) {
+      return; // the output oracle checks such a checkpoint
+    }
     List<Row> stores =
         StateSources.metadata(spark, checkpoint.toString())
             .select("operatorId", "operatorName", "stateStoreName")
