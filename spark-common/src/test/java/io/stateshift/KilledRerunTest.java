@@ -7,6 +7,7 @@ import io.stateshift.config.StateShiftConf;
 import io.stateshift.doctor.Doctor;
 import io.stateshift.doctor.DoctorReport;
 import io.stateshift.protocol.FailPoints;
+import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.S3Server;
@@ -19,6 +20,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
@@ -120,6 +122,15 @@ class KilledRerunTest {
   @MethodSource("killPoints")
   void killedRepartitionRunsAgainAtOnce(Storage storage, String point) throws Exception {
     StreamRun run = caseOn(storage);
+    if (storage == Storage.S3A
+        && !fs.hasPathCapability(
+            new org.apache.hadoop.fs.Path(checkpoint), CheckpointFiles.CONDITIONAL_CREATE)) {
+      assertTheCommandIsRefusedWithoutALock(storage);
+      org.junit.jupiter.api.Assumptions.assumeTrue(
+          false,
+          "S3A without a conditional PUT (hadoop-aws before 3.4.2): the command without"
+              + " --assume-stopped is refused there, checked; the rerun needs the lock");
+    }
     long window = storage == Storage.S3A ? S3_WINDOW_MS : DEFAULT_WINDOW_MS;
     long baseAge = System.currentTimeMillis() - newestLogEntry().getModificationTime();
     assertThat(baseAge).as("the stopped query's last log entry, ms ago").isGreaterThan(window);
@@ -177,6 +188,23 @@ class KilledRerunTest {
     assertThat(doctor.has("UNFINISHED_REPARTITION")).isTrue();
     assertThat(doctor.toString()).contains(command);
     assertThat(doctor.has("PENDING_BATCH")).as("doctor: %s", doctor).isFalse();
+  }
+
+  /**
+   * Where the store offers no create-if-absent (S3A before hadoop-aws 3.4.2: Spark 4.0's 3.4.1,
+   * Spark 3.5's 3.3.4), the command without {@code --assume-stopped} is refused as bad input (exit
+   * 2) in a message that names the way out, and the checkpoint is unchanged.
+   */
+  private void assertTheCommandIsRefusedWithoutALock(Storage storage) throws Exception {
+    org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(checkpoint);
+    Map<String, String> before = CheckpointDigest.of(fs, root);
+    int exit = repartition(storage, List.of(), "unlocked");
+    assertThat(exit).as("exit code; log: %s", log("unlocked")).isEqualTo(2);
+    assertThat(log("unlocked"))
+        .contains("Cannot lock checkpoint")
+        .contains("offers no create-if-absent")
+        .contains("--assume-stopped");
+    assertThat(CheckpointDigest.of(fs, root)).as("the checkpoint is unchanged").isEqualTo(before);
   }
 
   /** Runs {@code ./stateshift repartition} of the case's checkpoint in a child JVM. */

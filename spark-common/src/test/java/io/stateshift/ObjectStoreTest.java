@@ -34,8 +34,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * connector, for each state store: a repartition up and one down, {@code verify}, a rollback that
  * restores the layout byte for byte, the on-demand path at a query's start (from a layout prepared
  * while the query ran, where the store logs its changes), and a second repartition refused while
- * the lock is held; the query's whole output equals an uninterrupted run's. And the command with a
- * wrong secret key, refused in one line.
+ * the lock is held; the query's whole output equals an uninterrupted run's. Where S3A has no
+ * conditional PUT (hadoop-aws before 3.4.2), the lock's refusal instead, and the same with {@code
+ * assumeStopped}. And the command with a wrong secret key, refused in one line.
  */
 class ObjectStoreTest {
   private static S3Server s3;
@@ -70,14 +71,17 @@ class ObjectStoreTest {
     run.writeEvents(1, 300, 30);
     run.runAvailable(StatefulQueries.WINDOWED_COUNT, checkpoint, sink, conf);
 
-    org.junit.jupiter.api.Assumptions.assumeTrue(
-        s3aLocks(checkpoint),
-        "S3A without a conditional PUT (Spark 4.0's Hadoop 3.4.1): its refusal to lock checked,"
-            + " the rest needs the lock");
-    assertASecondRepartitionIsRefusedWhileTheLockIsHeld(checkpoint);
+    // where S3A has no conditional PUT (hadoop-aws before 3.4.2: Spark 4.0's 3.4.1, Spark 3.5's
+    // 3.3.4), its refusal to lock is checked, and the commands go on as users run them there, on
+    // their word that the query is stopped
+    boolean locks = s3aLocks(checkpoint);
+    if (locks) {
+      assertASecondRepartitionIsRefusedWhileTheLockIsHeld(checkpoint);
+    }
 
     RepartitionResult up =
-        StateShift.get(spark).repartitionState(checkpoint).toPartitions(6).execute();
+        stoppedUnless(locks, StateShift.get(spark).repartitionState(checkpoint).toPartitions(6))
+            .execute();
     assertThat(up.plan().checkpoint()).startsWith("s3a://");
     // the cost model prices the files as this storage's
     assertThat(up.plan().estimate().orElseThrow().job().storage())
@@ -89,21 +93,24 @@ class ObjectStoreTest {
 
     // down, then rolled back: the layout of 6 comes back byte for byte
     Map<String, String> beforeDown = withoutStateshiftFolder(digest(checkpoint));
-    StateShift.get(spark).repartitionState(checkpoint).toPartitions(3).execute();
+    stoppedUnless(locks, StateShift.get(spark).repartitionState(checkpoint).toPartitions(3))
+        .execute();
     VerificationReport verified = StateShift.get(spark).verify(checkpoint);
     assertThat(verified.problems()).isEmpty();
     assertThat(verified.partitions()).isEqualTo(3);
     StateAssertions.assertMetadataReports(spark, checkpoint, 3);
     assertThat(files(checkpoint).exists(files(checkpoint).path("state/0/5"))).isFalse();
-    RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(checkpoint);
+    RepartitionPlan undone = StateShift.get(spark).rollbackRepartition(checkpoint, !locks);
     assertThat(undone.toPartitions()).isEqualTo(6);
     assertThat(withoutStateshiftFolder(digest(checkpoint))).isEqualTo(beforeDown);
     assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
 
     // the on-demand path: the query starts with 8 partitions set, and repartitions itself; where
     // the store keeps the logs of its changes, from a layout prepared before a tail batch (two
-    // write tasks of four new partitions each on S3)
-    boolean prepared = store != StateStores.ROCKSDB;
+    // write tasks of four new partitions each on S3); Spark 3.5 refuses the prepared layout's
+    // replay
+    boolean prepared =
+        store != StateStores.ROCKSDB && !"3.5".equals(System.getProperty("stateshift.line"));
     if (prepared) {
       StateShift.get(spark).prepareState(checkpoint).toPartitions(8).execute();
     }
@@ -206,6 +213,11 @@ class ObjectStoreTest {
       assertThat(digest(checkpoint)).isEqualTo(before);
       return false;
     }
+  }
+
+  /** The change, with {@code assumeStopped} where the store cannot be locked. */
+  private static <S extends StateChange<S>> S stoppedUnless(boolean locks, S change) {
+    return locks ? change : change.assumeStopped();
   }
 
   /** The lock is a conditional PUT on S3A: a second attempt stops and changes nothing. */

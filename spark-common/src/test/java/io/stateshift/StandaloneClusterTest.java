@@ -242,7 +242,11 @@ class StandaloneClusterTest {
     assertThat(workerJars())
         .as("the Workers have no S3A connector")
         .isNotEmpty()
-        .noneMatch(name -> name.startsWith("hadoop-aws-") || name.startsWith("bundle-"));
+        .noneMatch(
+            name ->
+                name.startsWith("hadoop-aws-")
+                    || name.startsWith("bundle-")
+                    || name.startsWith("aws-java-sdk-bundle-"));
     Configuration session = spark.sparkContext().hadoopConfiguration();
     org.apache.hadoop.fs.FileSystem hdfsFs = hdfs.getFileSystem();
     org.apache.hadoop.fs.FileSystem s3Fs = s3.fileSystem(session);
@@ -299,7 +303,8 @@ class StandaloneClusterTest {
         .as("the connector from --packages was shipped to the executors, with stateshift's jar")
         .anyMatch(
             jar -> jar.endsWith("/hadoop-aws-" + System.getProperty("stateshift.hadoop") + ".jar"))
-        .anyMatch(jar -> jar.contains("/awssdk/bundle/"))
+        // the AWS SDK it declares: v2's bundle from hadoop-aws 3.4, v1's before (Spark 3.5's 3.3.4)
+        .anyMatch(jar -> jar.contains("/awssdk/bundle/") || jar.contains("/aws-java-sdk-bundle/"))
         .anyMatch(jar -> jar.endsWith("/stateshift.jar"));
     assertThat(log.stateshiftTasks()).anyMatch(t -> !t.succeeded());
     assertThat(log.executorsThatRanStateshiftTasks()).as("executors that ran tasks").hasSize(2);

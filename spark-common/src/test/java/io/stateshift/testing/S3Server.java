@@ -56,8 +56,8 @@ public final class S3Server implements AutoCloseable {
   }
 
   /**
-   * Whether the S3A connector on the test class path loads: the core's hadoop-aws (3.4.1 or later,
-   * on the AWS SDK v2) does not on Spark 3.5's Hadoop 3.3.4, so the S3 tests cannot run there.
+   * Whether the S3A connector on the test class path loads: a hadoop-aws of another Hadoop than the
+   * line's does not, and the S3 tests cannot run then.
    */
   public static boolean connectorLoads() {
     try {
@@ -71,7 +71,26 @@ public final class S3Server implements AutoCloseable {
 
   /** Why an S3 test does not run where {@link #connectorLoads} is false. */
   public static final String NO_CONNECTOR =
-      "S3A does not load: the core's hadoop-aws (AWS SDK v2) on this line's older Hadoop";
+      "S3A does not load: a hadoop-aws of another Hadoop than this line's on the class path";
+
+  /**
+   * Whether the S3A on the test class path is on the AWS SDK v2 (hadoop-aws 3.4 and later), whose
+   * client the direct requests use ({@link io.stateshift.checkpoint.S3Objects}); on the SDK v1
+   * (Spark 3.5's hadoop-aws 3.3.4) S3A's rename moves the files.
+   */
+  public static boolean directRequests() {
+    try {
+      return io.stateshift.checkpoint.S3Objects.onSdkV2(
+          Class.forName(
+              "org.apache.hadoop.fs.s3a.S3AFileSystem", false, S3Server.class.getClassLoader()));
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
+  }
+
+  /** Why an S3 test does not run where {@link #directRequests} is false. */
+  public static final String NO_DIRECT_REQUESTS =
+      "S3A on the AWS SDK v1 (hadoop-aws before 3.4): no direct requests, S3A's rename moves";
 
   /** Starts a server with one empty bucket, its log and properties under {@code dir}. */
   public static S3Server start(Path dir) throws Exception {
@@ -235,7 +254,8 @@ public final class S3Server implements AutoCloseable {
     // a dead server fails a test in seconds, not after minutes of retries
     out.put(prefix + "attempts.maximum", "2");
     out.put(prefix + "retry.limit", "2");
-    out.put(prefix + "connection.establish.timeout", "5s");
+    // in milliseconds, without a unit: S3A before 3.4 (Spark 3.5's 3.3.4) reads a plain number
+    out.put(prefix + "connection.establish.timeout", "5000");
     return out;
   }
 

@@ -159,7 +159,7 @@ public final class StandaloneCluster implements AutoCloseable {
   }
 
   /**
-   * The S3A connector's jars on the test class path (hadoop-aws and the AWS SDK bundle): what a
+   * The S3A connector's jars on the test class path (hadoop-aws and the AWS SDK bundles): what a
    * user adds with {@code --jars} to reach s3a:// from a cluster that does not have it.
    */
   public static List<Path> s3ConnectorJars() {
@@ -178,6 +178,7 @@ public final class StandaloneCluster implements AutoCloseable {
     return name.endsWith(".jar")
         && (name.startsWith("hadoop-aws-")
             || name.startsWith("analyticsaccelerator-")
+            || name.startsWith("aws-java-sdk-bundle-")
             || (name.startsWith("bundle-") && jar.toString().contains("awssdk")));
   }
 

@@ -346,10 +346,13 @@ final class HdfsFileExchange {
     static OutputStream create(FileSystem fs, Path file) throws IOException {
       if ("s3a".equals(fs.getUri().getScheme())) {
         // No folders to make on S3, and S3A's probes of the name (a HEAD and a LIST) would only
-        // find what a retried attempt left: one PUT.
+        // find what a retried attempt left: one PUT. Recursive: S3A before 3.4 (Spark 3.5's
+        // 3.3.4), which has no performance create, fails a non-recursive one under a folder that
+        // holds nothing yet.
         @SuppressWarnings("rawtypes") // FileSystem.createFile returns the raw builder type
         org.apache.hadoop.fs.FSDataOutputStreamBuilder builder = fs.createFile(file);
         builder.overwrite(true);
+        builder.recursive();
         builder.opt("fs.s3a.create.performance", true);
         return (OutputStream) builder.build();
       }
