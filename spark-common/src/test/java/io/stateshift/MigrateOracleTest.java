@@ -224,12 +224,12 @@ class MigrateOracleTest {
     assertThat(StateShift.get(spark).history(checkpoint.toString()))
         .anySatisfy(h -> assertThat(h.path()).startsWith("migrate "));
     if (from == StateStores.HDFS) {
-      // HDFS-backed to RocksDB moves the files' bytes, re-encoded, without a shuffle; through the
-      // provider's puts on a line without the RocksDB fast paths (3.5)
+      // HDFS-backed to RocksDB moves the files' bytes, re-encoded, without a shuffle; on a line
+      // without the RocksDB file exchanges (3.5) through SST ingestion behind the shuffle
       String path =
           StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null
               ? "hdfs-to-rocksdb-file-exchange"
-              : "rocksdb-puts";
+              : "rocksdb-sst-ingest";
       assertThat(StateShift.get(spark).history(checkpoint.toString()))
           .anySatisfy(h -> assertThat(h.path()).contains(path));
     }

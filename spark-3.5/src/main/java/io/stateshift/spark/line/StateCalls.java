@@ -8,13 +8,15 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBConf;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+import org.rocksdb.Options;
 
 /**
  * Calls into Spark 3.5's state stores, where 4.1 renamed or changed them (as on 4.0): a provider is
  * unloaded without maintenance, a read store is given back by {@code abort}, a join's store ids sit
- * at fixed positions, and the RocksDB members of stateshift's fast paths are missing or differ, so
- * those paths stay off ({@link #ROCKSDB_FAST_PATHS_UNAVAILABLE}) and RocksDB state is written
- * through the provider's puts.
+ * at fixed positions, and the RocksDB members of stateshift's SST file exchanges are missing or
+ * differ, so those stay off ({@link #ROCKSDB_FAST_PATHS_UNAVAILABLE}): RocksDB state moves behind
+ * Spark's shuffle, each new partition ingested as one SST file (spark-3.5's {@code
+ * RocksDbSnapshotWriter}).
  */
 public final class StateCalls {
   private StateCalls() {}
@@ -25,10 +27,14 @@ public final class StateCalls {
    */
   public static final String NEW_CHECKPOINT_PARTITIONS = "spark.sql.shuffle.partitions";
 
-  /** Why stateshift's RocksDB fast paths (SST ingestion, direct commits) do not run, or null. */
+  /**
+   * Why stateshift's RocksDB file exchanges (SST files split and merged without a shuffle, direct
+   * commits, read-only snapshots) do not run, or null. 3.5 writes RocksDB state by SST ingestion
+   * behind the shuffle instead (spark-3.5's {@code RocksDbSnapshotWriter}).
+   */
   public static final String ROCKSDB_FAST_PATHS_UNAVAILABLE =
-      "Spark 3.5's RocksDB classes lack what stateshift's SST fast paths use (Spark 4's encoders,"
-          + " file mappings, localRootDir, file checksums); written through the provider's puts";
+      "Spark 3.5's RocksDB classes lack what stateshift's SST file exchanges use (Spark 4's"
+          + " encoders, file mappings, localRootDir, file checksums); moved behind the shuffle";
 
   /** Closes a loaded provider of this executor (4.0 has no maintenance-and-unload). */
   public static void unloadProvider(StateStoreProviderId id) {
@@ -81,8 +87,17 @@ public final class StateCalls {
     return new UnsupportedOperationException(ROCKSDB_FAST_PATHS_UNAVAILABLE);
   }
 
-  /** 3.5's RocksDB exposes no options to stop its compactions with: they run, as in Spark. */
+  /**
+   * The options Spark 3.5's RocksDB opens its database with: a private val that Scala exposes under
+   * its path, as Spark 4 does under {@code rocksDbOptions}.
+   */
+  public static Options rocksDbOptions(RocksDB db) {
+    return db.org$apache$spark$sql$execution$streaming$state$RocksDB$$dbOptions();
+  }
+
+  /** Stops a store's automatic compactions before it loads; whether it could. */
   public static boolean disableAutoCompactions(RocksDB db) {
-    return false;
+    rocksDbOptions(db).setDisableAutoCompactions(true);
+    return true;
   }
 }

@@ -1,21 +1,52 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.StateCalls;
+import java.io.File;
 import java.io.Serializable;
+import java.lang.reflect.Field;
+import java.nio.ByteBuffer;
 import java.util.Iterator;
+import java.util.List;
+import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.unsafe.Platform;
+import org.rocksdb.EnvOptions;
+import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.SstFileWriter;
 
 /**
- * Spark 3.5's RocksDB writes: through the provider's puts only ({@link RocksDbFastPaths}); the SST
- * fast path of the other lines is absent.
+ * Writes one new partition of a RocksDB-backed store on Spark 3.5 as a full snapshot in Spark's own
+ * format.
+ *
+ * <p>Fast path ({@link Mode#SST}), as on the other lines: the records arrive encoded by Spark 3.5's
+ * own {@code RocksDBStateEncoder} (its version byte before each UnsafeRow, the prefix-key layout of
+ * session windows) and sorted by those key bytes behind Spark's shuffle. They go into one SST file
+ * built with the store's own RocksDB options, which is ingested into the empty store the provider
+ * opened ({@link io.stateshift.spark.line.StoreCalls#openEmpty}); the key count is set on Spark's
+ * {@code RocksDB}, and Spark's own commit takes the RocksDB checkpoint and uploads the snapshot
+ * with 3.5's file manager. 3.5's {@code RocksDB} has the same private {@code db} and {@code
+ * numKeysOnWritingVersion} as Spark 4 and keeps its local folder in a private field, read here
+ * ({@link #available()} is false where they are missing); its options come from {@link
+ * StateCalls#rocksDbOptions}.
+ *
+ * <p>Fallback ({@link Mode#PUTS}): UnsafeRow records, one {@code put} per row, then commit. What
+ * 3.5 lacks for the other lines' SST file exchanges (no shuffle) is in {@link RocksDbFastPaths}.
  */
 final class RocksDbSnapshotWriter {
+  private static final Field NATIVE_DB = field("db", org.rocksdb.RocksDB.class);
+  private static final Field KEYS_ON_WRITING_VERSION = field("numKeysOnWritingVersion", long.class);
+  private static final Field LOCAL_ROOT_DIR = field("localRootDir", File.class);
 
-  /** How the job writes RocksDB partitions: always {@link #PUTS} on 3.5. */
+  /** How the job writes RocksDB partitions. */
   enum Mode {
     SST,
     PUTS
@@ -24,35 +55,54 @@ final class RocksDbSnapshotWriter {
   private RocksDbSnapshotWriter() {}
 
   static Mode mode(StateStoreConf storeConf) {
-    return Mode.PUTS;
+    return reasonForPuts(storeConf) == null ? Mode.SST : Mode.PUTS;
   }
 
+  /** Why the fast path is not used, or null. */
   static String reasonForPuts(StateStoreConf storeConf) {
-    return RocksDbInternals.problem();
+    return available()
+        ? null
+        : "Spark's RocksDB class has no private field 'db' (org.rocksdb.RocksDB),"
+            + " 'numKeysOnWritingVersion' (long) or 'localRootDir' (File): its internals differ"
+            + " from Spark 3.5.8's";
   }
 
-  /** The encoding of the SST fast path; never made on 3.5. */
+  private static boolean available() {
+    return NATIVE_DB != null && KEYS_ON_WRITING_VERSION != null && LOCAL_ROOT_DIR != null;
+  }
+
+  /** Spark 3.5's RocksDB encoder for one store: the bytes its puts would store. */
   static final class Encoding {
+    private final RocksDBStateEncoder encoder;
+
     Encoding(StoreSpec spec) {
-      throw RocksDbFastPaths.unavailable();
+      this.encoder =
+          RocksDBStateEncoder$.MODULE$.getEncoder(
+              spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey());
     }
 
     byte[] record(int target, UnsafeRow key, UnsafeRow value) {
-      throw RocksDbFastPaths.unavailable();
+      return StateRecords.pack(target, encoder.encodeKey(key), encoder.encodeValue(value));
     }
 
+    /** The bytes RocksDB stores for {@code key}. */
     byte[] key(UnsafeRow key) {
-      throw RocksDbFastPaths.unavailable();
+      return encoder.encodeKey(key);
     }
 
+    /** The bytes RocksDB stores for {@code value}. */
     byte[] value(UnsafeRow value) {
-      throw RocksDbFastPaths.unavailable();
+      return encoder.encodeValue(value);
     }
   }
 
   /** What was written to one partition (3.5 names versions by number only: no checkpoint id). */
   record Written(long rows, long bytes, String checkpointId) implements Serializable {}
 
+  /**
+   * Fast path: {@code records} are encoded and sorted by key bytes (unsigned). Opens the partition
+   * under {@code stateRoot}, ingests them as one SST file and commits version {@code batchId + 1}.
+   */
   static Written writeSorted(
       String stateRoot,
       StoreSpec spec,
@@ -61,10 +111,84 @@ final class RocksDbSnapshotWriter {
       Configuration hadoopConf,
       long batchId,
       Iterator<byte[]> records) {
-    throw RocksDbFastPaths.unavailable();
+    TaskTimer timer = new TaskTimer("write " + spec.storeName() + "/" + partition);
+    StateStoreProvider provider =
+        StateStores.open(stateRoot, spec, partition, storeConf, hadoopConf);
+    try {
+      return StateStores.writeNewVersion(
+          provider,
+          batchId,
+          store -> {
+            timer.lap("open");
+            RocksDB db = RocksDBStateStoreProvider.class.cast(provider).rocksDB();
+            Written written =
+                records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
+            set(KEYS_ON_WRITING_VERSION, db, written.rows());
+            store.commit();
+            timer.lap("commit");
+            return written;
+          });
+    } finally {
+      timer.lap("close");
+      timer.report();
+    }
   }
 
-  /** UnsafeRow records through the provider's put, loading an empty store. */
+  private static Written ingest(RocksDB db, Iterator<byte[]> records, TaskTimer timer) {
+    File sst = new File((File) get(LOCAL_ROOT_DIR, db), "stateshift-" + UUID.randomUUID() + ".sst");
+    long rows = 0;
+    long bytes = 0;
+    try {
+      try (EnvOptions env = new EnvOptions();
+          SstFileWriter writer = new SstFileWriter(env, StateCalls.rocksDbOptions(db))) {
+        writer.open(sst.getAbsolutePath());
+        ByteBuffer key = ByteBuffer.allocateDirect(1 << 12);
+        ByteBuffer value = ByteBuffer.allocateDirect(1 << 12);
+        while (records.hasNext()) {
+          byte[] record = records.next();
+          int keyLength = StateRecords.keyLength(record);
+          int valueOffset = StateRecords.HEADER + keyLength;
+          int valueLength = record.length - valueOffset;
+          key = fill(key, record, StateRecords.HEADER, keyLength);
+          value = fill(value, record, valueOffset, valueLength);
+          writer.put(key, value);
+          rows++;
+          bytes += keyLength + valueLength;
+        }
+        writer.finish();
+      }
+      timer.lap("shuffle-read+sst-write");
+      org.rocksdb.RocksDB nativeDb = (org.rocksdb.RocksDB) get(NATIVE_DB, db);
+      if (nativeDb == null) {
+        throw new IllegalStateException("Spark's RocksDB instance has no open native database");
+      }
+      try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
+        options.setMoveFiles(true); // a hard link: the file is in the store's local folder
+        nativeDb.ingestExternalFile(List.of(sst.getAbsolutePath()), options);
+      }
+      timer.lap("ingest");
+    } catch (RocksDBException e) {
+      throw new IllegalStateException(
+          "Cannot build or ingest the SST file " + sst + ": " + e.getMessage(), e);
+    } finally {
+      sst.delete(); // moved into the store by now, unless ingestion failed
+    }
+    return new Written(rows, bytes, null);
+  }
+
+  /** Copies {@code length} bytes into a direct buffer (grown if needed), ready to be read. */
+  private static ByteBuffer fill(ByteBuffer buffer, byte[] from, int offset, int length) {
+    ByteBuffer target = buffer;
+    if (target.capacity() < length) {
+      target = ByteBuffer.allocateDirect(Integer.highestOneBit(length) << 1);
+    }
+    target.clear();
+    target.put(from, offset, length);
+    target.flip();
+    return target;
+  }
+
+  /** Fallback: UnsafeRow records through the provider's put, loading an empty store. */
   static Written writeWithPuts(
       String stateRoot,
       StoreSpec spec,
@@ -100,5 +224,34 @@ final class RocksDbSnapshotWriter {
           store.commit();
           return new Written(rows, bytes, null);
         });
+  }
+
+  private static Object get(Field field, Object target) {
+    try {
+      return field.get(target);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException("Cannot read RocksDB." + field.getName() + ": " + e, e);
+    }
+  }
+
+  private static void set(Field field, Object target, long value) {
+    try {
+      field.setLong(target, value);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException("Cannot set RocksDB." + field.getName() + ": " + e, e);
+    }
+  }
+
+  private static Field field(String name, Class<?> type) {
+    try {
+      Field f = RocksDB.class.getDeclaredField(name);
+      if (f.getType() != type) {
+        return null;
+      }
+      f.setAccessible(true);
+      return f;
+    } catch (NoSuchFieldException | RuntimeException e) {
+      return null;
+    }
   }
 }

@@ -2,6 +2,7 @@ package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution.PartitionCount;
+import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
 import java.util.List;
@@ -26,6 +27,7 @@ final class HdfsToRocksDbFiles extends FileExchange {
         && ctx.writeRocksDb
         && !ctx.edits.any()
         && ctx.rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+        && StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null // 3.5: SST ingestion only
         && !StateExchange.shuffleAsked(conf, RocksDbSstExchange.EXCHANGE_CONF, "files");
   }
 

@@ -29,6 +29,7 @@ class RocksDbFiles extends FileExchange {
     return ctx.readRocksDb
         && !ctx.edits.adds()
         && ctx.rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+        && StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null // 3.5: SST ingestion only
         && !StateExchange.shuffleAsked(conf, RocksDbSstExchange.EXCHANGE_CONF, "files");
   }
 
