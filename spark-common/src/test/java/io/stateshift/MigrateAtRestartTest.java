@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.stateshift.spark.OnDemandRepartition;
+import io.stateshift.spark.line.LineFeatures;
 import io.stateshift.testing.CheckpointDigest;
 import io.stateshift.testing.SessionConf;
 import io.stateshift.testing.SparkTestSession;
@@ -320,7 +321,10 @@ class MigrateAtRestartTest {
                     tmp.resolve("sink"),
                     toHdfs))
         .hasStackTraceContaining("(transformWithState)")
-        .hasStackTraceContaining("RocksDB only");
+        .hasStackTraceContaining(
+            LineFeatures.TRANSFORM_WITH_STATE
+                ? "RocksDB only"
+                : "cannot move transformWithState state");
     StreamRun.awaitQueryEvents(spark);
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
