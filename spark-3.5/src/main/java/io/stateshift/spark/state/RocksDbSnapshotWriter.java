@@ -5,10 +5,7 @@ import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.Serializable;
 import java.lang.reflect.Field;
-import java.nio.ByteBuffer;
 import java.util.Iterator;
-import java.util.List;
-import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
@@ -18,10 +15,6 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.unsafe.Platform;
-import org.rocksdb.EnvOptions;
-import org.rocksdb.IngestExternalFileOptions;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.SstFileWriter;
 
 /**
  * Writes one new partition of a RocksDB-backed store on Spark 3.5 as a full snapshot in Spark's own
@@ -135,57 +128,18 @@ final class RocksDbSnapshotWriter {
   }
 
   private static Written ingest(RocksDB db, Iterator<byte[]> records, TaskTimer timer) {
-    File sst = new File((File) get(LOCAL_ROOT_DIR, db), "stateshift-" + UUID.randomUUID() + ".sst");
-    long rows = 0;
-    long bytes = 0;
-    try {
-      try (EnvOptions env = new EnvOptions();
-          SstFileWriter writer = new SstFileWriter(env, StateCalls.rocksDbOptions(db))) {
-        writer.open(sst.getAbsolutePath());
-        ByteBuffer key = ByteBuffer.allocateDirect(1 << 12);
-        ByteBuffer value = ByteBuffer.allocateDirect(1 << 12);
-        while (records.hasNext()) {
-          byte[] record = records.next();
-          int keyLength = StateRecords.keyLength(record);
-          int valueOffset = StateRecords.HEADER + keyLength;
-          int valueLength = record.length - valueOffset;
-          key = fill(key, record, StateRecords.HEADER, keyLength);
-          value = fill(value, record, valueOffset, valueLength);
-          writer.put(key, value);
-          rows++;
-          bytes += keyLength + valueLength;
-        }
-        writer.finish();
-      }
-      timer.lap("shuffle-read+sst-write");
-      org.rocksdb.RocksDB nativeDb = (org.rocksdb.RocksDB) get(NATIVE_DB, db);
-      if (nativeDb == null) {
-        throw new IllegalStateException("Spark's RocksDB instance has no open native database");
-      }
-      try (IngestExternalFileOptions options = new IngestExternalFileOptions()) {
-        options.setMoveFiles(true); // a hard link: the file is in the store's local folder
-        nativeDb.ingestExternalFile(List.of(sst.getAbsolutePath()), options);
-      }
-      timer.lap("ingest");
-    } catch (RocksDBException e) {
-      throw new IllegalStateException(
-          "Cannot build or ingest the SST file " + sst + ": " + e.getMessage(), e);
-    } finally {
-      sst.delete(); // moved into the store by now, unless ingestion failed
+    org.rocksdb.RocksDB nativeDb = (org.rocksdb.RocksDB) get(NATIVE_DB, db);
+    if (nativeDb == null) {
+      throw new IllegalStateException("Spark's RocksDB instance has no open native database");
     }
-    return new Written(rows, bytes, null);
-  }
-
-  /** Copies {@code length} bytes into a direct buffer (grown if needed), ready to be read. */
-  private static ByteBuffer fill(ByteBuffer buffer, byte[] from, int offset, int length) {
-    ByteBuffer target = buffer;
-    if (target.capacity() < length) {
-      target = ByteBuffer.allocateDirect(Integer.highestOneBit(length) << 1);
-    }
-    target.clear();
-    target.put(from, offset, length);
-    target.flip();
-    return target;
+    SstFileIngest.Ingested ingested =
+        SstFileIngest.ingest(
+            nativeDb,
+            StateCalls.rocksDbOptions(db),
+            (File) get(LOCAL_ROOT_DIR, db),
+            records,
+            timer);
+    return new Written(ingested.rows(), ingested.bytes(), null);
   }
 
   /** Fallback: UnsafeRow records through the provider's put, loading an empty store. */
