@@ -35,9 +35,10 @@ import org.apache.spark.unsafe.Platform;
  * 3.5 lacks for the other lines' SST file exchanges (no shuffle) is in {@link RocksDbFastPaths}.
  */
 final class RocksDbSnapshotWriter {
-  private static final Field NATIVE_DB = field("db", org.rocksdb.RocksDB.class);
-  private static final Field KEYS_ON_WRITING_VERSION = field("numKeysOnWritingVersion", long.class);
-  private static final Field LOCAL_ROOT_DIR = field("localRootDir", File.class);
+  private static final Field NATIVE_DB = RocksDbInternals.field("db", org.rocksdb.RocksDB.class);
+  private static final Field KEYS_ON_WRITING_VERSION =
+      RocksDbInternals.field("numKeysOnWritingVersion", long.class);
+  private static final Field LOCAL_ROOT_DIR = RocksDbInternals.field("localRootDir", File.class);
 
   /** How the job writes RocksDB partitions. */
   enum Mode {
@@ -193,19 +194,6 @@ final class RocksDbSnapshotWriter {
       field.setLong(target, value);
     } catch (IllegalAccessException e) {
       throw new IllegalStateException("Cannot set RocksDB." + field.getName() + ": " + e, e);
-    }
-  }
-
-  private static Field field(String name, Class<?> type) {
-    try {
-      Field f = RocksDB.class.getDeclaredField(name);
-      if (f.getType() != type) {
-        return null;
-      }
-      f.setAccessible(true);
-      return f;
-    } catch (NoSuchFieldException | RuntimeException e) {
-      return null;
     }
   }
 }

@@ -103,7 +103,11 @@ final class RocksDbInternals {
     }
   }
 
-  private static Field field(String name, Class<?> type) {
+  /**
+   * The private field {@code name} of Spark's {@code RocksDB} class, made accessible, or null when
+   * this Spark version has none of that type (a line's own writer reads more of them).
+   */
+  static Field field(String name, Class<?> type) {
     try {
       Field f = RocksDB.class.getDeclaredField(name);
       if (f.getType() != type) {
