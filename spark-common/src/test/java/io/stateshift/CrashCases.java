@@ -2,6 +2,7 @@ package io.stateshift;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.testing.CrashTestInput;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -126,8 +127,13 @@ final class CrashCases {
     StateAssertions.assertMetadataReports(spark, checkpoint, expected);
 
     int next = expected == CrashSafetyTest.TO ? CrashSafetyTest.AGAIN : CrashSafetyTest.TO;
-    RepartitionResult again =
-        StateShift.get(spark).repartitionState(checkpoint).toPartitions(next).execute();
+    var change = StateShift.get(spark).repartitionState(checkpoint).toPartitions(next);
+    // a store that cannot be locked (S3A before hadoop-aws 3.4.2) is changed as its users do it
+    boolean lockable =
+        !"s3a".equals(fs.getScheme())
+            || fs.hasPathCapability(
+                new org.apache.hadoop.fs.Path(checkpoint), CheckpointFiles.CONDITIONAL_CREATE);
+    RepartitionResult again = (lockable ? change : change.assumeStopped()).execute();
     assertThat(again.toPartitions()).isEqualTo(next);
     assertThat(StateShift.get(spark).verify(checkpoint).problems()).isEmpty();
     addInput(3);

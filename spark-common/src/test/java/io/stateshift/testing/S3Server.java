@@ -88,10 +88,6 @@ public final class S3Server implements AutoCloseable {
     }
   }
 
-  /** Why an S3 test does not run where {@link #directRequests} is false. */
-  public static final String NO_DIRECT_REQUESTS =
-      "S3A on the AWS SDK v1 (hadoop-aws before 3.4): no direct requests, S3A's rename moves";
-
   /** Starts a server with one empty bucket, its log and properties under {@code dir}. */
   public static S3Server start(Path dir) throws Exception {
     // beside the test classes: <module>/target/test-classes -> <module>/target/s3proxy
