@@ -7,6 +7,7 @@ import io.stateshift.testing.CheckpointTrees;
 import io.stateshift.testing.ChildJvm;
 import io.stateshift.testing.FaultyFileSystem;
 import io.stateshift.testing.RunningQueryMain;
+import io.stateshift.testing.SparkFeatures;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
 import io.stateshift.testing.StatefulQueries;
@@ -110,7 +111,11 @@ class CrashSafetyTest {
     StreamRun run = caseFrom(StateStores.ROCKSDB);
     String log = repartitionKilledAt(point, 2 * FROM);
     if (!point.equals("staging-task")) {
-      assertThat(log).contains("splitting state partitions: " + FROM + "/" + FROM);
+      assertThat(log)
+          .contains(
+              SparkFeatures.rocksDbFileExchanges(spark)
+                  ? "splitting state partitions: " + FROM + "/" + FROM
+                  : "moving state: rocksdb-sst-ingest");
     }
     restartAndCheck(
         run, StateStores.ROCKSDB, FINISHED_BY_RECOVERY.contains(point) ? 2 * FROM : FROM);
@@ -246,13 +251,11 @@ class CrashSafetyTest {
     }
     assertThat(steps.keySet())
         .as("steps with file operations")
-        .contains(
-            "start",
-            "locked",
-            "journal-staging",
-            "staged",
-            "journal-switching",
-            "journal-finalizing");
+        .contains("start", "locked", "journal-staging", "staged", "journal-switching");
+    if (io.stateshift.spark.state.StateSources.OPERATOR_METADATA) {
+      // the operator metadata file's rewrite; a Spark without it (3.5) writes nothing there
+      assertThat(steps.keySet()).as("steps with file operations").contains("journal-finalizing");
+    }
     return steps;
   }
 

@@ -36,4 +36,13 @@ public final class SparkFeatures {
   public static boolean stateSourceReadsFormatV2(SparkSession spark) {
     return !spark.version().startsWith("4.0.");
   }
+
+  /**
+   * Whether the RocksDB file exchanges run (snapshots opened read-only, new versions committed
+   * directly, the split in place): not on 3.5, which moves RocksDB state by SST ingestion behind
+   * the shuffle.
+   */
+  public static boolean rocksDbFileExchanges(SparkSession spark) {
+    return !spark.version().startsWith("3.");
+  }
 }
