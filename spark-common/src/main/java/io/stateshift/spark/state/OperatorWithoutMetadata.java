@@ -66,15 +66,12 @@ final class OperatorWithoutMetadata {
     for (StructField field : key.fields()) {
       keyHasData |= !(field.dataType() instanceof org.apache.spark.sql.types.NullType);
     }
-    if (!keyHasData) {
-      throw refuse(
-          files,
-          operatorId,
-          "its state key holds no data (a streaming limit, whose "
-              + "state lives in one partition)");
-    }
     String name;
-    if (value.fields().length == 1
+    if (!keyHasData) {
+      // a streaming limit (its state lives in one partition), named as Spark's metadata names it,
+      // so that it is refused as the operator it is, with the same fix on every line
+      name = "globalLimit";
+    } else if (value.fields().length == 1
         && value.fields()[0].name().equals("__dummy__")
         && value.fields()[0].dataType().equals(NullType$.MODULE$)) {
       name = "dedupe";
