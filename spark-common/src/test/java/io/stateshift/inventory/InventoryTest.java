@@ -37,6 +37,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.Trigger;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -363,6 +364,7 @@ class InventoryTest {
   }
 
   @Test
+  @Tag("sql-procedures")
   void sqlProcedureReturnsARowPerStream() {
     SparkSession sql = spark.newSession();
     sql.conf().set("spark.sql.catalog.stateshift", "io.stateshift.sql.StateShiftCatalog");
