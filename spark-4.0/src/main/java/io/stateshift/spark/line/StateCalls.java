@@ -90,6 +90,11 @@ public final class StateCalls {
     return false;
   }
 
+  /** Never asked on 4.0, which writes no file checksums. */
+  public static String checksumFileJson(int crc32c, long size) {
+    throw new UnsupportedOperationException("Spark 4.0 writes no file checksums");
+  }
+
   /** 4.0 does not check its zips for empty files. */
   public static boolean verifyNonEmptyFilesInZip(RocksDBConf conf) {
     return false;

@@ -3,12 +3,15 @@ package io.stateshift.spark.state;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.spark.line.StateCalls;
 import java.io.File;
+import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.zip.CRC32C;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
 import org.apache.hadoop.conf.Configuration;
@@ -134,8 +137,7 @@ final class RocksDbDirectCommit {
           new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
       Path storeDir = store.storeCheckpointLocation();
       FileSystem fs = storeDir.getFileSystem(hadoopConf);
-      if (("s3a".equals(fs.getScheme()) || fs instanceof LocalFileSystem)
-          && !StateCalls.fileChecksumEnabled(scope.conf())) {
+      if ("s3a".equals(fs.getScheme()) || fs instanceof LocalFileSystem) {
         uploadDirectly(fs, storeDir, files, dir, version, rows, mapping, scope);
         return;
       }
@@ -156,13 +158,14 @@ final class RocksDbDirectCommit {
    * What Spark's {@code saveCheckpointToDfs} writes for a version none of whose files were uploaded
    * before: each SST (and archived log) file under the name Spark's file mapping gives it, then
    * {@code <version>.zip} holding the other files and Spark's metadata (written by Spark's own
-   * class). On S3 each file is one PUT, where Spark's file manager probes each name before its PUT
-   * and writes the zip through a stream that S3A probes first too. On a local checkpoint each SST
-   * file is hard-linked (RocksDB never rewrites one), where Spark's file manager writes a copy and
-   * a checksum file under a temporary name and renames both: a link allocates no new file, and a
-   * new file's inode search is much of a small store's cost on this kind of disk (a copy where the
-   * link cannot be made, another device). The names are the attempt's own (staged state, new unique
-   * SST names), so a retried task only replaces what an earlier attempt of it wrote, and the zip is
+   * class), and where Spark's file manager checksums its files, {@code <version>.zip.crc}. On S3
+   * each file is one PUT, where Spark's file manager probes each name before its PUT and writes the
+   * zip through a stream that S3A probes first too. On a local checkpoint each SST file is
+   * hard-linked (RocksDB never rewrites one), where Spark's file manager writes a copy and a
+   * checksum file under a temporary name and renames both: a link allocates no new file, and a new
+   * file's inode search is much of a small store's cost on this kind of disk (a copy where the link
+   * cannot be made, another device). The names are the attempt's own (staged state, new unique SST
+   * names), so a retried task only replaces what an earlier attempt of it wrote, and the zip is
    * written last: a version's zip never names a file not yet uploaded.
    */
   private static void uploadDirectly(
@@ -228,13 +231,52 @@ final class RocksDbDirectCommit {
       }
     }
     Path zip = new Path(storeDir, version + ".zip");
-    try (ZipOutputStream out =
-        new ZipOutputStream(HdfsFileExchange.SnapshotWriter.create(fs, zip))) {
+    Crc32cOutputStream summed =
+        new Crc32cOutputStream(HdfsFileExchange.SnapshotWriter.create(fs, zip));
+    try (ZipOutputStream out = new ZipOutputStream(summed)) {
       for (File file : zipped) {
         out.putNextEntry(new ZipEntry(file.getName()));
         Files.copy(file.toPath(), out);
         out.closeEntry();
       }
+    }
+    if (StateCalls.fileChecksumEnabled(scope.conf())) {
+      // Spark's file manager writes the zip with a checksum file beside it (Spark 4.1 by default,
+      // whatever the checkpoint format; the SST files get none): the same file, after the zip, so
+      // that a checksum file never describes a zip not yet written.
+      byte[] json =
+          StateCalls.checksumFileJson((int) summed.crc.getValue(), summed.bytes)
+              .getBytes(StandardCharsets.UTF_8);
+      try (OutputStream out =
+          HdfsFileExchange.SnapshotWriter.create(fs, new Path(storeDir, zip.getName() + ".crc"))) {
+        out.write(json);
+      }
+    }
+  }
+
+  /**
+   * Passes bytes on, keeping their count and their CRC32C (the sum Spark's checksum files hold).
+   */
+  private static final class Crc32cOutputStream extends FilterOutputStream {
+    final CRC32C crc = new CRC32C();
+    long bytes;
+
+    Crc32cOutputStream(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+      crc.update(b);
+      bytes++;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+      crc.update(b, off, len);
+      bytes += len;
     }
   }
 

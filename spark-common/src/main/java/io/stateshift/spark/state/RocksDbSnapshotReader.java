@@ -127,8 +127,12 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       Configuration hadoopConf,
       Map<String, ListedFile> listed) {
     Path zip = zipOf(store, version, checkpointId);
+    // Spark's own load checks a zip against its checksum file only for a zip with a unique id
+    // (Spark 4.2's unzipBatchZipFileFromDfs; 4.1's loadCheckpointFromDfs reads every zip, and
+    // both read every SST file, without their checksum files): only then does its file manager
+    // download, so that the check is made.
     RocksDBCheckpointMetadata metadata =
-        StateCalls.fileChecksumEnabled(scope.conf())
+        StateCalls.fileChecksumEnabled(scope.conf()) && checkpointId.isDefined()
             ? null
             : fetched(zip, store, dir, hadoopConf, listed);
     if (metadata == null) {

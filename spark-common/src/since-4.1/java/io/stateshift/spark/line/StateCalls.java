@@ -2,6 +2,8 @@ package io.stateshift.spark.line;
 
 import java.io.File;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.execution.streaming.checkpointing.Checksum;
+import org.apache.spark.sql.execution.streaming.checkpointing.ChecksumFileCreatorInfo$;
 import org.apache.spark.sql.execution.streaming.operators.stateful.join.SymmetricHashJoinStateManager$;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
@@ -58,6 +60,20 @@ public final class StateCalls {
 
   public static boolean fileChecksumEnabled(RocksDBConf conf) {
     return conf.fileChecksumEnabled();
+  }
+
+  /**
+   * What Spark's checksummed file manager writes in {@code <file>.crc} beside a file of {@code
+   * size} bytes whose CRC32C is {@code crc32c}.
+   */
+  public static String checksumFileJson(int crc32c, long size) {
+    return new Checksum(
+            "CRC32C",
+            crc32c,
+            size,
+            System.currentTimeMillis(),
+            ChecksumFileCreatorInfo$.MODULE$.apply())
+        .json();
   }
 
   public static boolean verifyNonEmptyFilesInZip(RocksDBConf conf) {

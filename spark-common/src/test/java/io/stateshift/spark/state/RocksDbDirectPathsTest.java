@@ -158,6 +158,11 @@ class RocksDbDirectPathsTest {
           .as("partition " + partition + "'s zip")
           .isEqualTo(zipEntries(viaSpark, partition));
       assertThat(metadata(direct, partition)).isEqualTo(metadata(viaSpark, partition));
+      assertThat(zipChecksum(direct, partition))
+          .as("partition " + partition + "'s zip checksum file (Spark 4.1 writes one)")
+          .isEqualTo(zipChecksum(viaSpark, partition) == null ? null : summed(direct, partition));
+      assertThat(zipChecksum(viaSpark, partition))
+          .isIn(null, summed(viaSpark, partition)); // what Spark's own file holds
     }
     assertThat(metadata(direct, 0)).contains("\"numKeys\":" + source.size());
   }
@@ -219,6 +224,32 @@ class RocksDbDirectPathsTest {
       String json = new String(zip.getInputStream(zip.getEntry("metadata")).readAllBytes());
       return json.replaceAll("\"sstFiles\":\\[[^]]*]", "\"sstFiles\":[..]");
     }
+  }
+
+  /**
+   * The algorithm, sum and length Spark's checksum file beside the version's zip ({@code
+   * <version>.zip.crc}) records, or null when there is none.
+   */
+  private String zipChecksum(String stateRoot, int partition) throws IOException {
+    File file = new File(zipOf(stateRoot, partition).getPath() + ".crc");
+    if (!file.exists()) {
+      return null;
+    }
+    com.fasterxml.jackson.databind.JsonNode json =
+        new com.fasterxml.jackson.databind.ObjectMapper().readTree(file);
+    return json.get("algorithm").asText()
+        + " "
+        + json.get("value").asInt()
+        + " "
+        + json.get("mainFileSize").asLong();
+  }
+
+  /** The same for the zip's bytes as they are. */
+  private String summed(String stateRoot, int partition) throws IOException {
+    byte[] zip = Files.readAllBytes(zipOf(stateRoot, partition).toPath());
+    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    crc.update(zip);
+    return "CRC32C " + (int) crc.getValue() + " " + zip.length;
   }
 
   private File zipOf(String stateRoot, int partition) {
