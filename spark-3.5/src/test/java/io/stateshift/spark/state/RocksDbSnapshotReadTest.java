@@ -23,6 +23,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -35,6 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
 class RocksDbSnapshotReadTest {
   @TempDir Path tmp;
 
+  @Tag("cover")
   @Test
   void aSnapshotOpenedReadOnlyHoldsWhatTheProviderLoads() {
     SparkSession spark = SparkTestSession.get();
