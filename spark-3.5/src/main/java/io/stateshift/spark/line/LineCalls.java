@@ -7,6 +7,8 @@ import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
 import org.apache.spark.sql.execution.streaming.state.SchemaHelper;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -15,6 +17,9 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructType;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
 
 /**
  * Spark 3.5's state store calls (spark-common's LineCalls on the 4.x lines): one column family per
@@ -54,6 +59,63 @@ public final class LineCalls {
   /** Every row of a store; the caller closes it. */
   public static StateStoreIterator<UnsafeRowPair> rows(ReadStateStore store) {
     return new StateStoreIterator<>(store.iterator());
+  }
+
+  /**
+   * Whether the shuffle's read side opens a RocksDB version's own snapshot read-only ({@link
+   * #snapshotRows}) rather than loading it with the provider: on 3.5, whose stores the file
+   * exchanges cannot read, where its {@code RocksDB} has the private local folder the shared {@code
+   * RocksDbTaskScope} reads ({@link StateCalls#localRootDir}).
+   */
+  public static final boolean SHUFFLE_READS_SNAPSHOTS = StateCalls.hasLocalRootDir();
+
+  /**
+   * Every row of {@code db}, a RocksDB version of the store {@code spec} opened read-only, decoded
+   * by Spark 3.5's own encoder as the provider's iterator decodes them (each row valid until the
+   * next); the caller closes it before the database.
+   */
+  public static StateStoreIterator<UnsafeRowPair> snapshotRows(
+      org.rocksdb.RocksDB db, StoreSpec spec) {
+    RocksDBStateEncoder encoder =
+        RocksDBStateEncoder$.MODULE$.getEncoder(
+            spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey());
+    ReadOptions options = new ReadOptions().setFillCache(false);
+    RocksIterator it = db.newIterator(options);
+    it.seekToFirst();
+    UnsafeRowPair pair = new UnsafeRowPair(null, null);
+    scala.collection.Iterator<UnsafeRowPair> rows =
+        new scala.collection.AbstractIterator<>() {
+          @Override
+          public boolean hasNext() {
+            if (it.isValid()) {
+              return true;
+            }
+            try {
+              it.status();
+            } catch (RocksDBException e) {
+              throw new IllegalStateException(
+                  "Cannot read a RocksDB snapshot: " + e.getMessage(), e);
+            }
+            return false;
+          }
+
+          @Override
+          public UnsafeRowPair next() {
+            if (!hasNext()) {
+              throw new java.util.NoSuchElementException();
+            }
+            byte[] key = it.key();
+            byte[] value = it.value();
+            it.next();
+            return pair.withRows(encoder.decodeKey(key), encoder.decodeValue(value));
+          }
+        };
+    return new StateStoreIterator<>(
+        rows,
+        () -> {
+          it.close();
+          options.close();
+        });
   }
 
   /**

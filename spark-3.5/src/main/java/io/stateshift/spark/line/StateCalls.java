@@ -1,9 +1,11 @@
 package io.stateshift.spark.line;
 
 import java.io.File;
+import java.lang.reflect.Field;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
+import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBConf;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -16,10 +18,28 @@ import org.rocksdb.Options;
  * at fixed positions, and the RocksDB members of stateshift's SST file exchanges are missing or
  * differ, so those stay off ({@link #ROCKSDB_FAST_PATHS_UNAVAILABLE}): RocksDB state moves behind
  * Spark's shuffle, each new partition ingested as one SST file (spark-3.5's {@code
- * RocksDbSnapshotWriter}).
+ * RocksDbSnapshotWriter}). What the shuffle's read side needs to open a version's snapshot
+ * read-only (the shared {@code RocksDbSnapshotReader} and {@code RocksDbTaskScope}) is here in
+ * 3.5's form: the store's options and local folder, and the file manager's download by version.
  */
 public final class StateCalls {
   private StateCalls() {}
+
+  /** 3.5 keeps a store's local folder in a private field (the constructor's parameter). */
+  private static final Field LOCAL_ROOT_DIR = localRootDirField();
+
+  private static Field localRootDirField() {
+    try {
+      Field f = RocksDB.class.getDeclaredField("localRootDir");
+      if (f.getType() != File.class) {
+        return null;
+      }
+      f.setAccessible(true);
+      return f;
+    } catch (NoSuchFieldException | RuntimeException e) {
+      return null;
+    }
+  }
 
   /**
    * The setting of a query's session a new checkpoint takes its state partition count from: 4.0 has
@@ -29,12 +49,13 @@ public final class StateCalls {
 
   /**
    * Why stateshift's RocksDB file exchanges (SST files split and merged without a shuffle, direct
-   * commits, read-only snapshots) do not run, or null. 3.5 writes RocksDB state by SST ingestion
-   * behind the shuffle instead (spark-3.5's {@code RocksDbSnapshotWriter}).
+   * commits, changelog splits) do not run, or null. 3.5 reads RocksDB state from read-only
+   * snapshots and writes it by SST ingestion behind the shuffle instead (spark-3.5's {@code
+   * RocksDbSnapshotWriter}).
    */
   public static final String ROCKSDB_FAST_PATHS_UNAVAILABLE =
       "Spark 3.5's RocksDB classes lack what stateshift's SST file exchanges use (Spark 4's"
-          + " encoders, file mappings, localRootDir, file checksums); moved behind the shuffle";
+          + " encoders, file mappings, checkpoint ids, file checksums); moved behind the shuffle";
 
   /** Closes a loaded provider of this executor (4.0 has no maintenance-and-unload). */
   public static void unloadProvider(StateStoreProviderId id) {
@@ -60,11 +81,26 @@ public final class StateCalls {
     };
   }
 
+  /** The store's local folder, from 3.5's private field. */
   public static File localRootDir(RocksDB db) {
-    throw unavailable();
+    if (LOCAL_ROOT_DIR == null) {
+      throw new IllegalStateException(
+          "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field"
+              + " 'localRootDir' (java.io.File): its internals differ from Spark 3.5.8's");
+    }
+    try {
+      return (File) LOCAL_ROOT_DIR.get(db);
+    } catch (IllegalAccessException e) {
+      throw new IllegalStateException("Cannot read RocksDB.localRootDir: " + e, e);
+    }
   }
 
-  /** 4.0 writes no file checksums. */
+  /** Whether the store's local folder can be read ({@link #localRootDir}). */
+  public static boolean hasLocalRootDir() {
+    return LOCAL_ROOT_DIR != null;
+  }
+
+  /** 3.5 writes no file checksums. */
   public static boolean fileChecksumEnabled(RocksDBConf conf) {
     return false;
   }
@@ -83,8 +119,21 @@ public final class StateCalls {
   /** 4.0's file manager holds nothing to close. */
   public static void close(RocksDBFileManager files) {}
 
-  private static UnsupportedOperationException unavailable() {
-    return new UnsupportedOperationException(ROCKSDB_FAST_PATHS_UNAVAILABLE);
+  /**
+   * Downloads version {@code version} of a store into {@code dir} with 3.5's file manager, which
+   * names versions by number only (no checkpoint ids) and keeps its own file mapping.
+   */
+  public static RocksDBCheckpointMetadata loadCheckpointFromDfs(
+      RocksDBFileManager files, long version, File dir, scala.Option<String> checkpointId) {
+    if (checkpointId.isDefined()) {
+      throw new IllegalStateException("Spark 3.5 has no state checkpoint format v2");
+    }
+    return files.loadCheckpointFromDfs(version, dir);
+  }
+
+  /** 3.5 has no column families. */
+  public static boolean hasColumnFamilies(RocksDBCheckpointMetadata metadata) {
+    return false;
   }
 
   /**

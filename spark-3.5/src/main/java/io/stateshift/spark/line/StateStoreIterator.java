@@ -7,9 +7,16 @@ package io.stateshift.spark.line;
  */
 public final class StateStoreIterator<A> extends scala.collection.AbstractIterator<A> {
   private final scala.collection.Iterator<A> rows;
+  private final Runnable onClose;
 
   public StateStoreIterator(scala.collection.Iterator<A> rows) {
+    this(rows, () -> {});
+  }
+
+  /** Rows that hold a resource, released by {@code onClose}. */
+  public StateStoreIterator(scala.collection.Iterator<A> rows, Runnable onClose) {
     this.rows = rows;
+    this.onClose = onClose;
   }
 
   @Override
@@ -22,6 +29,8 @@ public final class StateStoreIterator<A> extends scala.collection.AbstractIterat
     return rows.next();
   }
 
-  /** 3.5's iterators hold nothing to release. */
-  public void close() {}
+  /** 3.5's store iterators hold nothing to release; a snapshot's native iterator does. */
+  public void close() {
+    onClose.run();
+  }
 }

@@ -115,8 +115,14 @@ final class RocksDbSnapshotWriter {
           store -> {
             timer.lap("open");
             RocksDB db = RocksDBStateStoreProvider.class.cast(provider).rocksDB();
-            Written written =
-                records.hasNext() ? ingest(db, records, timer) : new Written(0, 0, null);
+            Written written;
+            if (records.hasNext()) {
+              written = ingest(db, records, timer);
+            } else {
+              // no SST file to upload creates the folder the snapshot's zip goes into
+              StateStores.createStoreFolder(stateRoot, spec, partition, hadoopConf);
+              written = new Written(0, 0, null);
+            }
             set(KEYS_ON_WRITING_VERSION, db, written.rows());
             store.commit();
             timer.lap("commit");

@@ -68,6 +68,19 @@ public final class LineCalls {
     return store.iterator(DEFAULT_COLUMN_FAMILY);
   }
 
+  /**
+   * Whether the shuffle's read side opens a RocksDB version's own snapshot read-only: not on Spark
+   * 4, whose RocksDB stores are read from their snapshots by the file exchanges and whose shuffle
+   * loads them with the provider.
+   */
+  public static final boolean SHUFFLE_READS_SNAPSHOTS = false;
+
+  /** Spark 4's shuffle reads no snapshot ({@link #SHUFFLE_READS_SNAPSHOTS}). */
+  public static StateStoreIterator<UnsafeRowPair> snapshotRows(
+      org.rocksdb.RocksDB db, StoreSpec spec) {
+    throw new UnsupportedOperationException("the shuffle loads RocksDB stores with the provider");
+  }
+
   /** The column families' schemas of a schema file Spark wrote in a store's _metadata folder. */
   public static List<StateStoreColFamilySchema> readSchemaFile(FSDataInputStream in) {
     return ScalaBridge.javaList(StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in));

@@ -17,7 +17,6 @@ import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
-import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSstFile;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.rocksdb.RocksDBException;
@@ -81,8 +80,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       RocksDBCheckpointMetadata metadata =
           fetch(scope, store, version, checkpointId, dir, hadoopConf, listed);
       timer.lap("download");
-      if (metadata.columnFamilyMapping().isDefined()
-          && metadata.columnFamilyMapping().get().nonEmpty()) {
+      if (StateCalls.hasColumnFamilies(metadata)) {
         RocksDbTaskScope.deleteRecursively(dir);
         return null; // the provider's own load knows the column families' key prefixes
       }
@@ -138,8 +136,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     if (metadata == null) {
       RocksDBFileManager files = scope.fileManager(store, hadoopConf);
       try {
-        metadata =
-            files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
+        metadata = StateCalls.loadCheckpointFromDfs(files, version, dir, checkpointId);
       } finally {
         StateCalls.close(files);
       }

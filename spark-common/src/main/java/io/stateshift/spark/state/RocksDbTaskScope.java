@@ -38,10 +38,10 @@ final class RocksDbTaskScope implements AutoCloseable {
     // RocksDB opens every SST file of a database when it opens it, by default on 16 new threads:
     // for the few files of a store partition, starting and joining them costs about 10 ms per
     // open, more than opening the files one after another.
-    spark.rocksDbOptions().setMaxFileOpeningThreads(1);
+    StateCalls.rocksDbOptions(spark).setMaxFileOpeningThreads(1);
     // The statistics RocksDB gathers when it opens a database for writing (each SST file's
     // properties read, for compaction's size estimates) are of no use to a store of one task.
-    spark.rocksDbOptions().setSkipStatsUpdateOnDbOpen(true);
+    StateCalls.rocksDbOptions(spark).setSkipStatsUpdateOnDbOpen(true);
   }
 
   /** The scope for stores like {@code spec} under {@code stateRoot}, or null if not RocksDB. */
@@ -57,7 +57,7 @@ final class RocksDbTaskScope implements AutoCloseable {
 
   /** Spark's RocksDB options for these stores. */
   Options options() {
-    return spark.rocksDbOptions();
+    return StateCalls.rocksDbOptions(spark);
   }
 
   RocksDBConf conf() {

@@ -44,7 +44,10 @@ final class ShuffleExchange implements StateExchange {
       return "hdfs-snapshot";
     }
     if (ctx.rocksDbMode == RocksDbSnapshotWriter.Mode.SST) {
-      return "rocksdb-sst-ingest";
+      // Spark 3.5: each old version with a snapshot of its own is read from it, opened read-only
+      return new StateReadSide(ctx).readsSnapshots()
+          ? "rocksdb-sst-ingest (read-only snapshots)"
+          : "rocksdb-sst-ingest";
     }
     String reason =
         ctx.stores.stream().anyMatch(StoreSpec::hasColumnFamilies)

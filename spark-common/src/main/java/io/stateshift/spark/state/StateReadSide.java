@@ -13,6 +13,7 @@ import java.util.function.ToLongFunction;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
@@ -21,7 +22,8 @@ import scala.Tuple2;
 
 /**
  * The read side of the shuffle and of the in-place rewrite: runs in a task per old (store,
- * partition), loads it with Spark's provider and gives every entry the edit keeps as a record
+ * partition), loads it with Spark's provider (or, on Spark 3.5, opens a RocksDB version's own
+ * snapshot read-only: {@link #readsSnapshots}) and gives every entry the edit keeps as a record
  * tagged with its new (store, partition) target, counting what it read and left out.
  */
 final class StateReadSide implements Serializable {
@@ -38,6 +40,12 @@ final class StateReadSide implements Serializable {
       return readColumnFamilies(task, spec);
     }
     TaskTimer timer = new TaskTimer("read " + spec.storeName() + "/" + task.partition());
+    if (readsSnapshots()) {
+      Iterator<Tuple2<byte[], Object>> fromSnapshot = readSnapshot(task, spec, timer);
+      if (fromSnapshot != null) {
+        return fromSnapshot;
+      }
+    }
     StateStoreProvider provider =
         StateStores.open(
             ctx.liveStateRoot, spec, task.partition(), ctx.storeConf, ctx.hadoopConf());
@@ -70,6 +78,81 @@ final class StateReadSide implements Serializable {
                   timer.lap("close");
                   timer.report();
                 });
+    return records(task, spec, rows);
+  }
+
+  /**
+   * Whether this job's read side opens each old RocksDB version's own snapshot read-only ({@link
+   * LineCalls#SHUFFLE_READS_SNAPSHOTS}: Spark 3.5, where no file exchange reads them).
+   */
+  boolean readsSnapshots() {
+    return LineCalls.SHUFFLE_READS_SNAPSHOTS && RocksDbSnapshotReader.ENABLED && ctx.readRocksDb;
+  }
+
+  /**
+   * The records of one old partition read from its version's own snapshot, opened read-only ({@link
+   * RocksDbSnapshotReader}), or null where that version has none (written under changelog
+   * checkpointing): the provider loads it then.
+   */
+  private Iterator<Tuple2<byte[], Object>> readSnapshot(
+      SourceTask task, StoreSpec spec, TaskTimer timer) {
+    RocksDbTaskScope scope = ctx.taskScope(ctx.liveStateRoot, ctx.storeConf);
+    if (scope == null) {
+      return null;
+    }
+    RocksDbSnapshotReader snapshot;
+    try {
+      snapshot =
+          RocksDbSnapshotReader.open(
+              scope,
+              new StateStoreId(
+                  ctx.liveStateRoot, spec.operatorId(), task.partition(), spec.storeName()),
+              ctx.readVersion,
+              StateStores.checkpointId(ctx.readCheckpointIds, spec, task.partition()),
+              ctx.hadoopConf(),
+              timer,
+              null);
+    } catch (RuntimeException e) {
+      scope.close();
+      if (RocksDbSstExchange.isCorruption(e)) {
+        throw ctx.rocksDbDamage(
+            spec, task.partition(), ctx.versionFiles(spec, task.partition()), e);
+      }
+      throw e;
+    }
+    if (snapshot == null) {
+      scope.close();
+      return null;
+    }
+    StateStoreIterator<UnsafeRowPair> entries;
+    try {
+      entries = LineCalls.snapshotRows(snapshot.db(), spec);
+    } catch (RuntimeException e) {
+      snapshot.close();
+      scope.close();
+      throw e;
+    }
+    timer.lap("open-read-only");
+    TaskContext.get()
+        .addTaskCompletionListener(
+            (TaskCompletionListener)
+                context -> {
+                  timer.lap("iterate+shuffle-write");
+                  try {
+                    entries.close();
+                    snapshot.close();
+                  } finally {
+                    scope.close();
+                  }
+                  timer.lap("close");
+                  timer.report();
+                });
+    return records(task, spec, ctx.edits.kept(entries, spec.slot(), task.partition()));
+  }
+
+  /** The kept rows of one old partition as records tagged with their new partition. */
+  private Iterator<Tuple2<byte[], Object>> records(
+      SourceTask task, StoreSpec spec, StateEdits.Kept<UnsafeRowPair> rows) {
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, ctx.newPartitions);
     PlacementCheck check = ctx.placementCheck(spec, task.partition());
     String source = ctx.versionFiles(spec, task.partition());
