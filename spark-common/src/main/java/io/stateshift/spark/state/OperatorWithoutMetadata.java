@@ -55,12 +55,21 @@ final class OperatorWithoutMetadata {
         LayoutReader.readSchema(files, operatorId, StateStores.DEFAULT_COLUMN_FAMILY);
     StructType key = schema.keySchema();
     StructType value = schema.valueSchema();
-    if (key.getFieldIndex("session_window").isDefined()) {
+    StructField[] keyFields = key.fields();
+    // Spark 3.5's session window state: the grouping keys, then the session's start
+    // (StreamingSessionWindowStateManagerImplV1), stored under a prefix-key encoding
+    boolean sessionStart =
+        keyFields.length > 1
+            && keyFields[keyFields.length - 1].name().equals("sessionStartTime")
+            && keyFields[keyFields.length - 1].dataType()
+                instanceof org.apache.spark.sql.types.TimestampType;
+    if (sessionStart || key.getFieldIndex("session_window").isDefined()) {
       throw refuse(
           files,
           operatorId,
-          "its state key has a session_window column (a session "
-              + "window, whose state is placed by part of the key)");
+          "its state key has a "
+              + (sessionStart ? "sessionStartTime" : "session_window")
+              + " column (a session window, whose state is placed by part of the key)");
     }
     boolean keyHasData = false;
     for (StructField field : key.fields()) {
