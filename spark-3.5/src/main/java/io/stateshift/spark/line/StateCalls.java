@@ -26,20 +26,7 @@ public final class StateCalls {
   private StateCalls() {}
 
   /** 3.5 keeps a store's local folder in a private field (the constructor's parameter). */
-  private static final Field LOCAL_ROOT_DIR = localRootDirField();
-
-  private static Field localRootDirField() {
-    try {
-      Field f = RocksDB.class.getDeclaredField("localRootDir");
-      if (f.getType() != File.class) {
-        return null;
-      }
-      f.setAccessible(true);
-      return f;
-    } catch (NoSuchFieldException | RuntimeException e) {
-      return null;
-    }
-  }
+  private static final Field LOCAL_ROOT_DIR = RocksDbLocalDir.FIELD;
 
   /**
    * The setting of a query's session a new checkpoint takes its state partition count from: 4.0 has

@@ -25,25 +25,12 @@ import scala.Option;
 public final class StateCalls {
   private StateCalls() {}
 
-  private static final Field LOCAL_ROOT_DIR = localRootDirField();
+  private static final Field LOCAL_ROOT_DIR = RocksDbLocalDir.FIELD;
   private static final String LOCAL_ROOT_DIR_PROBLEM =
       LOCAL_ROOT_DIR == null
           ? "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field"
               + " 'localRootDir' (java.io.File); written through the provider's puts"
           : null;
-
-  private static Field localRootDirField() {
-    try {
-      Field f = RocksDB.class.getDeclaredField("localRootDir");
-      if (f.getType() != File.class) {
-        return null;
-      }
-      f.setAccessible(true);
-      return f;
-    } catch (NoSuchFieldException | RuntimeException e) {
-      return null;
-    }
-  }
 
   /**
    * The setting of a query's session a new checkpoint takes its state partition count from: 4.0 has
