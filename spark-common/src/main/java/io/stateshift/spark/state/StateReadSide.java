@@ -58,11 +58,7 @@ final class StateReadSide implements Serializable {
               StateStores.checkpointId(ctx.readCheckpointIds, spec, task.partition()));
     } catch (RuntimeException e) {
       provider.close();
-      if (RocksDbSstExchange.isCorruption(e)) {
-        throw ctx.rocksDbDamage(
-            spec, task.partition(), ctx.versionFiles(spec, task.partition()), e);
-      }
-      throw e;
+      throw loadFailure(spec, task.partition(), e);
     }
     StateStoreIterator<UnsafeRowPair> entries = LineCalls.rows(store);
     StateEdits.Kept<UnsafeRowPair> rows = ctx.edits.kept(entries, spec.slot(), task.partition());
@@ -79,6 +75,13 @@ final class StateReadSide implements Serializable {
                   timer.report();
                 });
     return records(task, spec, rows);
+  }
+
+  /** A failed load of an old version: RocksDB's damage named with the version's files. */
+  private RuntimeException loadFailure(StoreSpec spec, int partition, RuntimeException e) {
+    return RocksDbSstExchange.isCorruption(e)
+        ? ctx.rocksDbDamage(spec, partition, ctx.versionFiles(spec, partition), e)
+        : e;
   }
 
   /**
@@ -114,11 +117,7 @@ final class StateReadSide implements Serializable {
               null);
     } catch (RuntimeException e) {
       scope.close();
-      if (RocksDbSstExchange.isCorruption(e)) {
-        throw ctx.rocksDbDamage(
-            spec, task.partition(), ctx.versionFiles(spec, task.partition()), e);
-      }
-      throw e;
+      throw loadFailure(spec, task.partition(), e);
     }
     if (snapshot == null) {
       scope.close();
