@@ -5,12 +5,10 @@ import java.lang.reflect.Field;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBConf;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
-import org.rocksdb.Options;
 
 /**
  * Calls into Spark 3.5's state stores, where 4.1 renamed or changed them (as on 4.0): a provider is
@@ -105,35 +103,4 @@ public final class StateCalls {
 
   /** 4.0's file manager holds nothing to close. */
   public static void close(RocksDBFileManager files) {}
-
-  /**
-   * Downloads version {@code version} of a store into {@code dir} with 3.5's file manager, which
-   * names versions by number only (no checkpoint ids) and keeps its own file mapping.
-   */
-  public static RocksDBCheckpointMetadata loadCheckpointFromDfs(
-      RocksDBFileManager files, long version, File dir, scala.Option<String> checkpointId) {
-    if (checkpointId.isDefined()) {
-      throw new IllegalStateException("Spark 3.5 has no state checkpoint format v2");
-    }
-    return files.loadCheckpointFromDfs(version, dir);
-  }
-
-  /** 3.5 has no column families. */
-  public static boolean hasColumnFamilies(RocksDBCheckpointMetadata metadata) {
-    return false;
-  }
-
-  /**
-   * The options Spark 3.5's RocksDB opens its database with: a private val that Scala exposes under
-   * its path, as Spark 4 does under {@code rocksDbOptions}.
-   */
-  public static Options rocksDbOptions(RocksDB db) {
-    return db.org$apache$spark$sql$execution$streaming$state$RocksDB$$dbOptions();
-  }
-
-  /** Stops a store's automatic compactions before it loads; whether it could. */
-  public static boolean disableAutoCompactions(RocksDB db) {
-    rocksDbOptions(db).setDisableAutoCompactions(true);
-    return true;
-  }
 }

@@ -1,7 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
-import io.stateshift.spark.line.StateCalls;
+import io.stateshift.spark.line.RocksDbCalls;
 import java.io.File;
 import java.io.Serializable;
 import java.lang.reflect.Field;
@@ -29,7 +29,7 @@ import org.apache.spark.unsafe.Platform;
  * with 3.5's file manager. 3.5's {@code RocksDB} has the same private {@code db} and {@code
  * numKeysOnWritingVersion} as Spark 4 and keeps its local folder in a private field, read here
  * ({@link #available()} is false where they are missing); its options come from {@link
- * StateCalls#rocksDbOptions}.
+ * RocksDbCalls#rocksDbOptions}.
  *
  * <p>Fallback ({@link Mode#PUTS}): UnsafeRow records, one {@code put} per row, then commit. What
  * 3.5 lacks for the other lines' SST file exchanges (no shuffle) is in {@link RocksDbFastPaths}.
@@ -142,7 +142,7 @@ final class RocksDbSnapshotWriter {
     SstFileIngest.Ingested ingested =
         SstFileIngest.ingest(
             nativeDb,
-            StateCalls.rocksDbOptions(db),
+            RocksDbCalls.rocksDbOptions(db),
             (File) get(LOCAL_ROOT_DIR, db),
             records,
             timer);

@@ -1,5 +1,6 @@
 package io.stateshift.spark.state;
 
+import io.stateshift.spark.line.RocksDbCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.lang.reflect.Field;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
@@ -64,7 +65,7 @@ final class RocksDbInternals {
       return false;
     }
     try {
-      return StateCalls.disableAutoCompactions(rocksDb.rocksDB());
+      return RocksDbCalls.disableAutoCompactions(rocksDb.rocksDB());
     } catch (LinkageError e) {
       return false; // another Spark version's members
     }

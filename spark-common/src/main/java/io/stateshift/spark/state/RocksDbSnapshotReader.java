@@ -1,6 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.spark.line.RocksDbCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.FileNotFoundException;
@@ -80,7 +81,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
       RocksDBCheckpointMetadata metadata =
           fetch(scope, store, version, checkpointId, dir, hadoopConf, listed);
       timer.lap("download");
-      if (StateCalls.hasColumnFamilies(metadata)) {
+      if (RocksDbCalls.hasColumnFamilies(metadata)) {
         RocksDbTaskScope.deleteRecursively(dir);
         return null; // the provider's own load knows the column families' key prefixes
       }
@@ -136,7 +137,7 @@ final class RocksDbSnapshotReader implements AutoCloseable {
     if (metadata == null) {
       RocksDBFileManager files = scope.fileManager(store, hadoopConf);
       try {
-        metadata = StateCalls.loadCheckpointFromDfs(files, version, dir, checkpointId);
+        metadata = RocksDbCalls.loadCheckpointFromDfs(files, version, dir, checkpointId);
       } finally {
         StateCalls.close(files);
       }

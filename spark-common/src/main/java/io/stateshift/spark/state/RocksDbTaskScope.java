@@ -1,6 +1,7 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.RocksDbCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.IOException;
@@ -38,10 +39,10 @@ final class RocksDbTaskScope implements AutoCloseable {
     // RocksDB opens every SST file of a database when it opens it, by default on 16 new threads:
     // for the few files of a store partition, starting and joining them costs about 10 ms per
     // open, more than opening the files one after another.
-    StateCalls.rocksDbOptions(spark).setMaxFileOpeningThreads(1);
+    RocksDbCalls.rocksDbOptions(spark).setMaxFileOpeningThreads(1);
     // The statistics RocksDB gathers when it opens a database for writing (each SST file's
     // properties read, for compaction's size estimates) are of no use to a store of one task.
-    StateCalls.rocksDbOptions(spark).setSkipStatsUpdateOnDbOpen(true);
+    RocksDbCalls.rocksDbOptions(spark).setSkipStatsUpdateOnDbOpen(true);
   }
 
   /** The scope for stores like {@code spec} under {@code stateRoot}, or null if not RocksDB. */
@@ -57,7 +58,7 @@ final class RocksDbTaskScope implements AutoCloseable {
 
   /** Spark's RocksDB options for these stores. */
   Options options() {
-    return StateCalls.rocksDbOptions(spark);
+    return RocksDbCalls.rocksDbOptions(spark);
   }
 
   RocksDBConf conf() {

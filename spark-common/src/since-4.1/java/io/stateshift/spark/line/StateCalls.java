@@ -7,14 +7,11 @@ import org.apache.spark.sql.execution.streaming.checkpointing.ChecksumFileCreato
 import org.apache.spark.sql.execution.streaming.operators.stateful.join.SymmetricHashJoinStateManager$;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBConf;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
-import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSnapshotFile;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
-import org.rocksdb.Options;
 import scala.Option;
 
 /**
@@ -119,31 +116,5 @@ public final class StateCalls {
         Option.apply((Object) (short) 0),
         Option.empty(),
         conf.verifyNonEmptyFilesInZip());
-  }
-
-  /** Stops a store's automatic compactions before it loads; whether it could. */
-  public static boolean disableAutoCompactions(RocksDB db) {
-    db.rocksDbOptions().setDisableAutoCompactions(true);
-    return true;
-  }
-
-  /**
-   * Downloads version {@code version} of a store into {@code dir} with Spark's file manager (a
-   * fresh file mapping, the version's checkpoint id where it has one).
-   */
-  public static RocksDBCheckpointMetadata loadCheckpointFromDfs(
-      RocksDBFileManager files, long version, File dir, Option<String> checkpointId) {
-    return files.loadCheckpointFromDfs(version, dir, new RocksDBFileMapping(), checkpointId);
-  }
-
-  /** Whether a version's metadata names column families (transformWithState's stores). */
-  public static boolean hasColumnFamilies(RocksDBCheckpointMetadata metadata) {
-    return metadata.columnFamilyMapping().isDefined()
-        && metadata.columnFamilyMapping().get().nonEmpty();
-  }
-
-  /** The options Spark's RocksDB opens its database with. */
-  public static Options rocksDbOptions(RocksDB db) {
-    return db.rocksDbOptions();
   }
 }
