@@ -101,6 +101,7 @@ class RepartitionOracleTest {
     RepartitionResult result = StateAssertions.repartition(spark, checkpoint, from, to);
     StateAssertions.assertEveryKeyInItsSparkPartition(spark, checkpoint, result.batchId(), to);
     StateAssertions.assertMetadataReports(spark, checkpoint, to);
+    StateAssertions.assertSparkChecksumsMatch(checkpoint);
   }
 
   private static void assertRunsWith(List<StreamingQueryProgress> progress, int partitions) {

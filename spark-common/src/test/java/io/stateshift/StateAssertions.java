@@ -128,6 +128,47 @@ final class StateAssertions {
     return result.prepared().get().preparedBatch();
   }
 
+  /**
+   * Every checksum file Spark's file manager keeps beside a state file ({@code <file>.crc}, Spark
+   * 4.1 and later) matches the file it names, where that file exists: a new file must never take
+   * the name of an old one whose checksum stayed (Spark would fail its read of that file).
+   */
+  static void assertSparkChecksumsMatch(Path checkpoint) {
+    Path state = checkpoint.resolve("state");
+    List<Path> checksums;
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(state)) {
+      checksums =
+          files
+              .filter(f -> f.getFileName().toString().endsWith(".crc"))
+              .filter(f -> !f.getFileName().toString().startsWith("."))
+              .toList();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    for (Path checksum : checksums) {
+      String name = checksum.getFileName().toString();
+      Path main = checksum.resolveSibling(name.substring(0, name.length() - ".crc".length()));
+      if (!java.nio.file.Files.exists(main)) {
+        continue; // an orphan, which Spark's maintenance removes and never reads
+      }
+      try {
+        com.fasterxml.jackson.databind.JsonNode json =
+            new com.fasterxml.jackson.databind.ObjectMapper().readTree(checksum.toFile());
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        byte[] bytes = java.nio.file.Files.readAllBytes(main);
+        crc.update(bytes);
+        assertThat(json.get("mainFileSize").asLong())
+            .as("size in %s", checksum)
+            .isEqualTo(bytes.length);
+        assertThat(json.get("value").asInt())
+            .as("CRC32C in %s", checksum)
+            .isEqualTo((int) crc.getValue());
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+  }
+
   static RepartitionResult repartition(SparkSession spark, Path checkpoint, int from, int to) {
     RepartitionResult result =
         StateShift.get(spark).repartitionState(checkpoint.toString()).toPartitions(to).execute();

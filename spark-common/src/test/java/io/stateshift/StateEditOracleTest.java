@@ -97,6 +97,7 @@ class StateEditOracleTest {
               assertThat(m.rowsWritten()).isEqualTo(DEVICES - 1);
             });
     assertThat(StateShift.get(spark).verify(checkpoint.toString()).ok()).isTrue();
+    StateAssertions.assertSparkChecksumsMatch(checkpoint);
     assertThat(StateShift.get(spark).history(checkpoint.toString()))
         .filteredOn(h -> h.kind() == HistoryEntry.Kind.EDIT)
         .singleElement()
