@@ -116,6 +116,8 @@ class KilledRerunTest {
       }
     } else {
       ISSUE_POINTS.forEach(point -> out.add(Arguments.of(Storage.LOCAL, point)));
+      // killed inside the stage: its exchange folder stays behind, for the rerun to remove
+      out.add(Arguments.of(Storage.LOCAL, "staging-task"));
       out.add(Arguments.of(Storage.HDFS, "journal-finalizing"));
       out.add(Arguments.of(Storage.S3A, "published"));
     }
@@ -143,6 +145,9 @@ class KilledRerunTest {
     Set<String> before = logEntries();
     int killed = repartition(storage, List.of("-D" + FailPoints.PROPERTY + "=" + point), "killed");
     assertThat(killed).as("exit code; log: %s", log("killed")).isEqualTo(137);
+    if (point.equals("staging-task")) {
+      assertThat(exchangeFolders()).as("the killed run's exchange folder").isNotEmpty();
+    }
     boolean switched = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
     FileStatus newest = newestLogEntry();
     if (switched && !point.equals("journal-switching")) {
@@ -167,6 +172,9 @@ class KilledRerunTest {
       assertThat(log("rerun")).contains("Finishing interrupted attempt");
     }
     assertThat(took).as("the rerun's time, ms (no window waited out)").isLessThan(window);
+    assertThat(exchangeFolders())
+        .as("the killed run's exchange folder in spark.local.dir, after the rerun")
+        .isEmpty();
 
     VerificationReport verified = StateShift.get(spark).verify(checkpoint);
     assertThat(verified.problems()).isEmpty();
@@ -227,8 +235,23 @@ class KilledRerunTest {
     if (unlocked) {
       args.add("--assume-stopped");
     }
-    return ChildJvm.runCli(
-        tmp.resolve(name + ".log"), systemProperties, args.toArray(String[]::new));
+    List<String> properties = new ArrayList<>(systemProperties);
+    // both runs share one local folder, as on a machine
+    properties.add("-Dspark.local.dir=" + tmp.resolve("local"));
+    return ChildJvm.runCli(tmp.resolve(name + ".log"), properties, args.toArray(String[]::new));
+  }
+
+  /** The file exchanges' folders left in the runs' {@code spark.local.dir}. */
+  private List<Path> exchangeFolders() throws java.io.IOException {
+    Path local = tmp.resolve("local");
+    if (!Files.isDirectory(local)) {
+      return List.of();
+    }
+    try (Stream<Path> entries = Files.list(local)) {
+      return entries
+          .filter(p -> p.getFileName().toString().startsWith("stateshift-exchange-"))
+          .toList();
+    }
   }
 
   private String log(String name) throws java.io.IOException {

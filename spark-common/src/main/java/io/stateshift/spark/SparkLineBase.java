@@ -14,6 +14,7 @@ import io.stateshift.checkpoint.spi.SinkLog;
 import io.stateshift.checkpoint.spi.SparkLine;
 import io.stateshift.checkpoint.spi.StateCount;
 import io.stateshift.checkpoint.spi.StreamingQueryInfo;
+import io.stateshift.spark.state.LocalExchangeFolders;
 import io.stateshift.spark.state.SparkState;
 import java.io.IOException;
 import java.util.List;
@@ -200,6 +201,7 @@ public abstract class SparkLineBase implements SparkLine {
 
   @Override
   public void warmUpCommandLine() throws IOException {
+    LocalExchangeFolders.removeOrphansFromLocalDir();
     StartupWarmup.rocksDbCheckpointMetadata();
     StartupWarmup.rocksDbNativeLibrary();
   }

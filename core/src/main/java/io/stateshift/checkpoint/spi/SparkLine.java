@@ -193,6 +193,9 @@ public interface SparkLine {
    */
   void registerMetrics(String sourceName, MetricRegistry registry);
 
-  /** Loads what a command's first checkpoint access needs, on a thread of its own at start. */
+  /**
+   * Loads what a command's first checkpoint access needs, and removes the local folders that killed
+   * commands left, on a thread of its own at start.
+   */
   void warmUpCommandLine() throws IOException;
 }

@@ -161,23 +161,28 @@ abstract class FileExchange implements StateExchange, Serializable {
    */
   private String chooseExchangeDir(SparkSession spark) {
     String chosen = spark.conf().get(StateShiftConf.EXCHANGE_DIR.key(), "");
+    boolean local = spark.sparkContext().isLocal();
     if (!chosen.isBlank()) {
-      return new Path(chosen.trim(), "stateshift-exchange-" + java.util.UUID.randomUUID())
-          .toString();
+      Path parent = new Path(chosen.trim());
+      String scheme = parent.toUri().getScheme();
+      return local && (scheme == null || "file".equals(scheme))
+          ? localFolder(new java.io.File(parent.toUri().getPath()))
+          : new Path(parent, LocalExchangeFolders.PREFIX + java.util.UUID.randomUUID()).toString();
     }
-    if (spark.sparkContext().isLocal()) {
+    if (local) {
       String localDirs =
           spark
               .sparkContext()
               .getConf()
               .get("spark.local.dir", System.getProperty("java.io.tmpdir"));
-      String first = localDirs.split(",")[0].trim();
-      return new Path(
-              new Path(new java.io.File(first).toURI()),
-              "stateshift-exchange-" + java.util.UUID.randomUUID())
-          .toString();
+      return localFolder(new java.io.File(localDirs.split(",")[0].trim()));
     }
     return new Path(new Path(ctx.stagingRoot).getParent(), "exchange").toString();
+  }
+
+  /** A folder of this process on the local disk, where killed runs' folders are removed. */
+  private static String localFolder(java.io.File parent) {
+    return new Path(LocalExchangeFolders.create(parent).toURI()).toString();
   }
 
   /**
