@@ -9,6 +9,7 @@ import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider$;
 import org.apache.spark.sql.execution.streaming.state.SchemaHelper;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
@@ -116,6 +117,19 @@ public final class LineCalls {
           it.close();
           options.close();
         });
+  }
+
+  /**
+   * The byte Spark 3.5's encoder writes before each key and each value of the store {@code spec}
+   * when both are stored as that byte and the UnsafeRow's own bytes (keys without a prefix), or -1
+   * for another layout (the prefix keys of session windows): with it, a record for the write side
+   * is made from the stored bytes as they are ({@link #snapshotRows} decodes them).
+   */
+  public static int plainRowVersion(StoreSpec spec) {
+    return spec.numColsPrefixKey() == 0
+            && RocksDBStateStoreProvider$.MODULE$.STATE_ENCODING_NUM_VERSION_BYTES() == 1
+        ? RocksDBStateStoreProvider$.MODULE$.STATE_ENCODING_VERSION()
+        : -1;
   }
 
   /**

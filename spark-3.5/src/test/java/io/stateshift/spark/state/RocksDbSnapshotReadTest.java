@@ -18,11 +18,13 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.unsafe.Platform;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -87,6 +89,25 @@ class RocksDbSnapshotReadTest {
           } finally {
             rows.close();
           }
+          // the stored bytes are those Spark's encoder writes for the rows they decode to: the
+          // shuffle's records of a store no edit touches are made from them as they are
+          assertThat(LineCalls.plainRowVersion(spec)).isZero();
+          RocksDbSnapshotWriter.Encoding encoding = new RocksDbSnapshotWriter.Encoding(spec);
+          int stored = 0;
+          try (org.rocksdb.RocksIterator it = snapshot.db().newIterator()) {
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+              byte[] key = it.key();
+              byte[] value = it.value();
+              UnsafeRow keyRow = new UnsafeRow(spec.keySchema().length());
+              keyRow.pointTo(key, Platform.BYTE_ARRAY_OFFSET + 1, key.length - 1);
+              UnsafeRow valueRow = new UnsafeRow(spec.valueSchema().length());
+              valueRow.pointTo(value, Platform.BYTE_ARRAY_OFFSET + 1, value.length - 1);
+              assertThat(StateRecords.packStored(7, key, value, (byte) 0))
+                  .isEqualTo(encoding.record(7, keyRow, valueRow));
+              stored++;
+            }
+          }
+          assertThat(stored).isEqualTo(ours.size());
         }
         assertThat(
                 RocksDbSnapshotReader.open(

@@ -81,6 +81,11 @@ public final class LineCalls {
     throw new UnsupportedOperationException("the shuffle loads RocksDB stores with the provider");
   }
 
+  /** Spark 4's shuffle reads no snapshot ({@link #SHUFFLE_READS_SNAPSHOTS}). */
+  public static int plainRowVersion(StoreSpec spec) {
+    return -1;
+  }
+
   /** The column families' schemas of a schema file Spark wrote in a store's _metadata folder. */
   public static List<StateStoreColFamilySchema> readSchemaFile(FSDataInputStream in) {
     return ScalaBridge.javaList(StateSchemaCompatibilityChecker$.MODULE$.readSchemaFile(in));

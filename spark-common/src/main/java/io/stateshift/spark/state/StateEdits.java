@@ -158,6 +158,11 @@ final class StateEdits implements Serializable {
       this.leftOutIf = leftOutIf;
     }
 
+    /** Every entry of {@code entries}: a store the edit does not touch ({@link #leavesOut}). */
+    static <T> Kept<T> all(Iterator<T> entries) {
+      return new Kept<>(entries, entry -> false);
+    }
+
     /** The entries left out so far. */
     long leftOut() {
       return leftOut;

@@ -17,7 +17,11 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
+import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.TaskCompletionListener;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
 import scala.Tuple2;
 
 /**
@@ -123,9 +127,19 @@ final class StateReadSide implements Serializable {
       scope.close();
       return null;
     }
-    StateStoreIterator<UnsafeRowPair> entries;
+    int plainRowVersion = plainRowVersion(spec);
+    Runnable closeEntries;
+    Iterator<Tuple2<byte[], Object>> records;
     try {
-      entries = LineCalls.snapshotRows(snapshot.db(), spec);
+      if (plainRowVersion >= 0) {
+        StoredEntries stored = new StoredEntries(snapshot.db());
+        closeEntries = stored::close;
+        records = storedRecords(task, spec, stored, (byte) plainRowVersion);
+      } else {
+        StateStoreIterator<UnsafeRowPair> rows = LineCalls.snapshotRows(snapshot.db(), spec);
+        closeEntries = rows::close;
+        records = records(task, spec, ctx.edits.kept(rows, spec.slot(), task.partition()));
+      }
     } catch (RuntimeException e) {
       snapshot.close();
       scope.close();
@@ -138,7 +152,7 @@ final class StateReadSide implements Serializable {
                 context -> {
                   timer.lap("iterate+shuffle-write");
                   try {
-                    entries.close();
+                    closeEntries.run();
                     snapshot.close();
                   } finally {
                     scope.close();
@@ -146,7 +160,96 @@ final class StateReadSide implements Serializable {
                   timer.lap("close");
                   timer.report();
                 });
-    return records(task, spec, ctx.edits.kept(entries, spec.slot(), task.partition()));
+    return records;
+  }
+
+  /**
+   * The byte before each stored key and value row of a store whose snapshot records are made from
+   * the stored bytes as they are, or -1: where the write side ingests an SST file in the same
+   * encoding, the edit neither leaves out nor rewrites any of the store's entries, and the line
+   * stores each key and value as one version byte and the UnsafeRow ({@link
+   * LineCalls#plainRowVersion}: Spark 3.5, keys without a prefix). Nothing is then decoded and
+   * encoded again: a record is the stored key and value behind its header.
+   */
+  private int plainRowVersion(StoreSpec spec) {
+    return ctx.rocksDbMode == RocksDbSnapshotWriter.Mode.SST
+            && ctx.edits.entryEdit(spec.slot()) == null
+            && !ctx.edits.leavesOut(spec.slot())
+        ? LineCalls.plainRowVersion(spec)
+        : -1;
+  }
+
+  /**
+   * The records of one old partition made from its snapshot's stored bytes ({@link
+   * #plainRowVersion}): the key is placed by its row (after the version byte), read where it lies,
+   * and the record holds the stored key and value with the encoder's version byte, the bytes
+   * Spark's encoder would write for the decoded rows.
+   */
+  private Iterator<Tuple2<byte[], Object>> storedRecords(
+      SourceTask task, StoreSpec spec, StoredEntries entries, byte version) {
+    StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, ctx.newPartitions);
+    PlacementCheck check = ctx.placementCheck(spec, task.partition());
+    String source = ctx.versionFiles(spec, task.partition());
+    int firstTarget = spec.slot() * ctx.newPartitions;
+    UnsafeRow key = new UnsafeRow(spec.keySchema().length());
+    return counted(
+        task,
+        StateEdits.Kept.all(entries),
+        entry -> entry.key.length - 1 + entry.value.length - 1,
+        entry -> {
+          key.pointTo(entry.key, Platform.BYTE_ARRAY_OFFSET + 1, entry.key.length - 1);
+          int hash = placement.hash(key);
+          if (check != null && check.misplaced(hash)) {
+            check.report(source);
+          }
+          int target = firstTarget + StateStores.KeyPlacement.pmod(hash, ctx.newPartitions);
+          return StateRecords.packStored(target, entry.key, entry.value, version);
+        });
+  }
+
+  /**
+   * The entries of a RocksDB snapshot opened read-only, as stored: one reused entry whose key and
+   * value are those of the last {@link #next}; closed before the database.
+   */
+  private static final class StoredEntries implements Iterator<StoredEntries> {
+    private final ReadOptions options = new ReadOptions().setFillCache(false);
+    private final RocksIterator it;
+    byte[] key;
+    byte[] value;
+
+    StoredEntries(org.rocksdb.RocksDB db) {
+      this.it = db.newIterator(options);
+      it.seekToFirst();
+    }
+
+    @Override
+    public boolean hasNext() {
+      if (it.isValid()) {
+        return true;
+      }
+      try {
+        it.status();
+      } catch (RocksDBException e) {
+        throw new IllegalStateException("Cannot read a RocksDB snapshot: " + e.getMessage(), e);
+      }
+      return false;
+    }
+
+    @Override
+    public StoredEntries next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      key = it.key();
+      value = it.value();
+      it.next();
+      return this;
+    }
+
+    void close() {
+      it.close();
+      options.close();
+    }
   }
 
   /** The kept rows of one old partition as records tagged with their new partition. */

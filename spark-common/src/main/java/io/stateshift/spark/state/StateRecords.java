@@ -35,6 +35,17 @@ final class StateRecords {
     return record;
   }
 
+  /**
+   * A record of a stored key and value, each one version byte and a row ({@code
+   * StateReadSide#plainRowVersion}), with {@code version} as that byte of both.
+   */
+  static byte[] packStored(int target, byte[] key, byte[] value, byte version) {
+    byte[] record = pack(target, key, value);
+    record[HEADER] = version;
+    record[HEADER + key.length] = version;
+    return record;
+  }
+
   static int target(byte[] record) {
     return readInt(record, 0);
   }
