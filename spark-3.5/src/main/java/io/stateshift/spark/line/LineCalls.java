@@ -18,9 +18,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructType;
-import org.rocksdb.ReadOptions;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.RocksIterator;
 
 /**
  * Spark 3.5's state store calls (spark-common's LineCalls on the 4.x lines): one column family per
@@ -80,43 +77,22 @@ public final class LineCalls {
     RocksDBStateEncoder encoder =
         RocksDBStateEncoder$.MODULE$.getEncoder(
             spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey());
-    ReadOptions options = new ReadOptions().setFillCache(false);
-    RocksIterator it = db.newIterator(options);
-    it.seekToFirst();
+    StoredEntries stored = new StoredEntries(db);
     UnsafeRowPair pair = new UnsafeRowPair(null, null);
     scala.collection.Iterator<UnsafeRowPair> rows =
         new scala.collection.AbstractIterator<>() {
           @Override
           public boolean hasNext() {
-            if (it.isValid()) {
-              return true;
-            }
-            try {
-              it.status();
-            } catch (RocksDBException e) {
-              throw new IllegalStateException(
-                  "Cannot read a RocksDB snapshot: " + e.getMessage(), e);
-            }
-            return false;
+            return stored.hasNext();
           }
 
           @Override
           public UnsafeRowPair next() {
-            if (!hasNext()) {
-              throw new java.util.NoSuchElementException();
-            }
-            byte[] key = it.key();
-            byte[] value = it.value();
-            it.next();
-            return pair.withRows(encoder.decodeKey(key), encoder.decodeValue(value));
+            StoredEntries entry = stored.next();
+            return pair.withRows(encoder.decodeKey(entry.key), encoder.decodeValue(entry.value));
           }
         };
-    return new StateStoreIterator<>(
-        rows,
-        () -> {
-          it.close();
-          options.close();
-        });
+    return new StateStoreIterator<>(rows, stored::close);
   }
 
   /**

@@ -5,6 +5,7 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution.PartitionCount;
 import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
+import io.stateshift.spark.line.StoredEntries;
 import java.io.Serializable;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
@@ -19,9 +20,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.TaskCompletionListener;
-import org.rocksdb.ReadOptions;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.RocksIterator;
 import scala.Tuple2;
 
 /**
@@ -205,51 +203,6 @@ final class StateReadSide implements Serializable {
           int target = firstTarget + StateStores.KeyPlacement.pmod(hash, ctx.newPartitions);
           return StateRecords.packStored(target, entry.key, entry.value, version);
         });
-  }
-
-  /**
-   * The entries of a RocksDB snapshot opened read-only, as stored: one reused entry whose key and
-   * value are those of the last {@link #next}; closed before the database.
-   */
-  private static final class StoredEntries implements Iterator<StoredEntries> {
-    private final ReadOptions options = new ReadOptions().setFillCache(false);
-    private final RocksIterator it;
-    byte[] key;
-    byte[] value;
-
-    StoredEntries(org.rocksdb.RocksDB db) {
-      this.it = db.newIterator(options);
-      it.seekToFirst();
-    }
-
-    @Override
-    public boolean hasNext() {
-      if (it.isValid()) {
-        return true;
-      }
-      try {
-        it.status();
-      } catch (RocksDBException e) {
-        throw new IllegalStateException("Cannot read a RocksDB snapshot: " + e.getMessage(), e);
-      }
-      return false;
-    }
-
-    @Override
-    public StoredEntries next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      key = it.key();
-      value = it.value();
-      it.next();
-      return this;
-    }
-
-    void close() {
-      it.close();
-      options.close();
-    }
   }
 
   /** The kept rows of one old partition as records tagged with their new partition. */
