@@ -146,8 +146,12 @@ class KilledRerunTest {
     int killed = repartition(storage, List.of("-D" + FailPoints.PROPERTY + "=" + point), "killed");
     assertThat(killed).as("exit code; log: %s", log("killed")).isEqualTo(137);
     if (point.equals("staging-task")) {
-      assertThat(exchangeFolders()).as("the killed run's exchange folder").isNotEmpty();
+      assertThat(runFolders("stateshift-exchange-"))
+          .as("the killed run's exchange folder")
+          .isNotEmpty();
     }
+    // Spark's own local folders (the stores' local copies, the shuffle's files) stay behind too
+    assertThat(runFolders("spark-")).as("the killed run's Spark folder").isNotEmpty();
     boolean switched = CrashSafetyTest.FINISHED_BY_RECOVERY.contains(point);
     FileStatus newest = newestLogEntry();
     if (switched && !point.equals("journal-switching")) {
@@ -172,9 +176,11 @@ class KilledRerunTest {
       assertThat(log("rerun")).contains("Finishing interrupted attempt");
     }
     assertThat(took).as("the rerun's time, ms (no window waited out)").isLessThan(window);
-    assertThat(exchangeFolders())
-        .as("the killed run's exchange folder in spark.local.dir, after the rerun")
-        .isEmpty();
+    for (String prefix : List.of("stateshift-exchange-", "spark-", "blockmgr-")) {
+      assertThat(runFolders(prefix))
+          .as("the killed run's %s folders in spark.local.dir, after the rerun", prefix)
+          .isEmpty();
+    }
 
     VerificationReport verified = StateShift.get(spark).verify(checkpoint);
     assertThat(verified.problems()).isEmpty();
@@ -241,16 +247,14 @@ class KilledRerunTest {
     return ChildJvm.runCli(tmp.resolve(name + ".log"), properties, args.toArray(String[]::new));
   }
 
-  /** The file exchanges' folders left in the runs' {@code spark.local.dir}. */
-  private List<Path> exchangeFolders() throws java.io.IOException {
+  /** The folders of a prefix left in the runs' {@code spark.local.dir}. */
+  private List<Path> runFolders(String prefix) throws java.io.IOException {
     Path local = tmp.resolve("local");
     if (!Files.isDirectory(local)) {
       return List.of();
     }
     try (Stream<Path> entries = Files.list(local)) {
-      return entries
-          .filter(p -> p.getFileName().toString().startsWith("stateshift-exchange-"))
-          .toList();
+      return entries.filter(p -> p.getFileName().toString().startsWith(prefix)).toList();
     }
   }
 

@@ -781,6 +781,7 @@ public final class StateShiftCli {
     }
     if (ownSession) {
       spark.sparkContext().setLogLevel(StateShiftConf.LOG_LEVEL.from(spark));
+      SparkLines.get().claimCommandFolders(spark);
     }
     try {
       return body.apply(spark);

@@ -14,7 +14,7 @@ import io.stateshift.checkpoint.spi.SinkLog;
 import io.stateshift.checkpoint.spi.SparkLine;
 import io.stateshift.checkpoint.spi.StateCount;
 import io.stateshift.checkpoint.spi.StreamingQueryInfo;
-import io.stateshift.spark.state.LocalExchangeFolders;
+import io.stateshift.spark.state.LocalRunFolders;
 import io.stateshift.spark.state.SparkState;
 import java.io.IOException;
 import java.util.List;
@@ -201,8 +201,24 @@ public abstract class SparkLineBase implements SparkLine {
 
   @Override
   public void warmUpCommandLine() throws IOException {
-    LocalExchangeFolders.removeOrphansFromLocalDir();
+    LocalRunFolders.removeOrphansFromLocalDir();
     StartupWarmup.rocksDbCheckpointMetadata();
     StartupWarmup.rocksDbNativeLibrary();
+  }
+
+  @Override
+  public void claimCommandFolders(SparkSession spark) {
+    if (!spark.sparkContext().isLocal()) {
+      return; // executors' folders are their workers' to remove
+    }
+    SparkConf conf = spark.sparkContext().getConf();
+    List<java.io.File> folders = new java.util.ArrayList<>();
+    // Spark's private[spark] method, which has no static forwarder on the Utils class
+    for (String root : org.apache.spark.util.Utils$.MODULE$.getOrCreateLocalRootDirs(conf)) {
+      folders.add(new java.io.File(root));
+    }
+    folders.addAll(
+        List.of(org.apache.spark.SparkEnv.get().blockManager().diskBlockManager().localDirs()));
+    LocalRunFolders.claimSessionFolders(conf, folders);
   }
 }

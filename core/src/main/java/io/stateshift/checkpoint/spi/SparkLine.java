@@ -198,4 +198,11 @@ public interface SparkLine {
    * commands left, on a thread of its own at start.
    */
   void warmUpCommandLine() throws IOException;
+
+  /**
+   * Makes a command's own session in local mode the owner of its local folders (Spark's state
+   * stores' copies and shuffle files), so that the next command removes them if this one is killed,
+   * and removes those that killed commands left.
+   */
+  void claimCommandFolders(SparkSession spark);
 }

@@ -167,7 +167,7 @@ abstract class FileExchange implements StateExchange, Serializable {
       String scheme = parent.toUri().getScheme();
       return local && (scheme == null || "file".equals(scheme))
           ? localFolder(new java.io.File(parent.toUri().getPath()))
-          : new Path(parent, LocalExchangeFolders.PREFIX + java.util.UUID.randomUUID()).toString();
+          : new Path(parent, LocalRunFolders.PREFIX + java.util.UUID.randomUUID()).toString();
     }
     if (local) {
       String localDirs =
@@ -182,7 +182,7 @@ abstract class FileExchange implements StateExchange, Serializable {
 
   /** A folder of this process on the local disk, where killed runs' folders are removed. */
   private static String localFolder(java.io.File parent) {
-    return new Path(LocalExchangeFolders.create(parent).toURI()).toString();
+    return new Path(LocalRunFolders.create(parent).toURI()).toString();
   }
 
   /**

@@ -6,23 +6,31 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.stream.Stream;
+import org.apache.spark.SparkConf;
+import org.apache.spark.util.Utils;
 
 /**
- * The file exchanges' folders on this machine's local disk ({@code spark.local.dir} in local mode).
- * A run removes its own folder when it ends, but a killed run cannot, and its staged state (as much
- * as the checkpoint's) would stay on the disk for good. So each folder names its owner process (pid
- * and start time, which a reused pid does not match), and every new exchange first removes the
- * folders beside it whose owner is gone. A folder without an owner file is left alone: nothing
- * tells whose it is.
+ * The folders a run keeps on this machine's local disk ({@code spark.local.dir}) in local mode: the
+ * file exchanges' folders, and Spark's own of a command's session ({@code spark-*}, where the state
+ * stores' local copies live, and {@code blockmgr-*}, the shuffle's files). A run removes them when
+ * it ends, but a killed run cannot, and what they hold (as much as the checkpoint's state) would
+ * stay on the disk for good. So each such folder names its owner process (pid and start time, which
+ * a reused pid does not match), and the next command, or the next exchange, removes those whose
+ * owner is gone. A folder without an owner file is left alone: nothing tells whose it is (another
+ * Spark application's, say).
  */
-public final class LocalExchangeFolders {
+public final class LocalRunFolders {
   static final String PREFIX = "stateshift-exchange-";
   static final String OWNER_FILE = "_owner";
 
-  private LocalExchangeFolders() {}
+  /** The folders a run may own: its exchanges', and Spark's own in {@code spark.local.dir}. */
+  private static final List<String> OWNED_PREFIXES = List.of(PREFIX, "spark-", "blockmgr-");
+
+  private LocalRunFolders() {}
 
   /**
    * Creates a new exchange folder under {@code parent}, owned by this process, after removing the
@@ -33,7 +41,7 @@ public final class LocalExchangeFolders {
     File folder = new File(parent, PREFIX + UUID.randomUUID());
     try {
       Files.createDirectories(folder.toPath());
-      Files.writeString(folder.toPath().resolve(OWNER_FILE), owner(ProcessHandle.current()));
+      claim(folder);
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot create the exchange folder " + folder, e);
     }
@@ -41,9 +49,32 @@ public final class LocalExchangeFolders {
   }
 
   /**
-   * Removes killed runs' exchange folders from where a command in local mode puts them (the first
-   * of {@code SPARK_LOCAL_DIRS}, {@code spark.local.dir} or the JVM's temporary folder, as Spark
-   * chooses), for a command line that starts: its own exchange, if it runs one, does the same.
+   * Makes this process the owner of the local folders of a command's own session in local mode
+   * (Spark's {@code spark-*} and {@code blockmgr-*} folders), so that the next command removes them
+   * if this one is killed, and removes those of killed commands before it. Only a command's own
+   * session: an application's folders are Spark's, and the application's, to manage.
+   */
+  public static void claimSessionFolders(SparkConf conf, List<File> sessionFolders) {
+    for (File folder : sessionFolders) {
+      try {
+        claim(folder);
+      } catch (IOException e) {
+        // not claimed: left behind if this run is killed, as by Spark itself
+      }
+    }
+    for (String root : Utils.getConfiguredLocalDirs(conf)) {
+      removeOrphans(new File(root));
+    }
+  }
+
+  private static void claim(File folder) throws IOException {
+    Files.writeString(folder.toPath().resolve(OWNER_FILE), owner(ProcessHandle.current()));
+  }
+
+  /**
+   * Removes killed runs' folders from where a command in local mode puts them (the first of {@code
+   * SPARK_LOCAL_DIRS}, {@code spark.local.dir} or the JVM's temporary folder, as Spark chooses),
+   * for a command line that starts: a head start on {@link #claimSessionFolders}.
    */
   public static int removeOrphansFromLocalDir() {
     String dirs = System.getenv("SPARK_LOCAL_DIRS");
@@ -53,9 +84,10 @@ public final class LocalExchangeFolders {
     return removeOrphans(new File(dirs.split(",")[0].trim()));
   }
 
-  /** Removes the exchange folders under {@code parent} whose owner process is gone. */
+  /** Removes the folders under {@code parent} that a run owned and whose owner process is gone. */
   static int removeOrphans(File parent) {
-    File[] folders = parent.listFiles((dir, name) -> name.startsWith(PREFIX));
+    File[] folders =
+        parent.listFiles((dir, name) -> OWNED_PREFIXES.stream().anyMatch(name::startsWith));
     int removed = 0;
     for (File folder : folders == null ? new File[0] : folders) {
       String owner = readOwner(folder);
