@@ -49,8 +49,36 @@ public class StateShiftException extends RuntimeException {
   }
 
   public StateShiftException(Reason reason, String message, Throwable cause) {
-    super(message, cause);
+    super(message, serializable(cause));
     this.reason = reason;
+  }
+
+  /**
+   * {@code cause}, or where it does not serialize a stand-in chain with the same messages and stack
+   * traces. A refusal raised inside a Spark task reaches the driver only if it serializes whole:
+   * otherwise Spark drops it, and the command reports a failure instead of the refusal. The RocksDB
+   * exceptions of rocksdbjni 8 (Spark 3.5's) hold a status that does not serialize.
+   */
+  private static Throwable serializable(Throwable cause) {
+    if (cause == null) {
+      return null;
+    }
+    try (java.io.ObjectOutputStream out =
+        new java.io.ObjectOutputStream(java.io.OutputStream.nullOutputStream())) {
+      out.writeObject(cause);
+      return cause;
+    } catch (java.io.IOException e) {
+      return standIn(cause);
+    }
+  }
+
+  private static Throwable standIn(Throwable cause) {
+    if (cause == null) {
+      return null;
+    }
+    RuntimeException copy = new RuntimeException(cause.toString(), standIn(cause.getCause()));
+    copy.setStackTrace(cause.getStackTrace());
+    return copy;
   }
 
   public Reason reason() {
