@@ -201,7 +201,7 @@ class OldSparkCheckpointTest {
         .isInstanceOf(StateShiftException.class)
         .hasMessageContaining("no operator metadata")
         .hasMessageContaining("session_window")
-        .hasMessageContaining("Run the query for one batch on Spark 4.2")
+        .hasMessageContaining("Run the query for one batch on Spark 4.0 or later")
         .satisfies(e -> assertThat(((StateShiftException) e).reason().isBadInput()).isTrue());
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
@@ -233,7 +233,7 @@ class OldSparkCheckpointTest {
                     .execute())
         .isInstanceOf(StateShiftException.class)
         .hasMessageContaining("is not placed by its whole state key")
-        .hasMessageContaining("Run the query for one batch on Spark 4.2");
+        .hasMessageContaining("Run the query for one batch on Spark 4.0 or later");
     assertThat(CheckpointDigest.of(checkpoint)).isEqualTo(before);
   }
 

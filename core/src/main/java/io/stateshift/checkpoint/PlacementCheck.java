@@ -75,8 +75,11 @@ public final class PlacementCheck {
               spec.operatorId(),
               "a key in its partition "
                   + partition
-                  + " is not placed by its whole state key as "
-                  + "derived from its state schema");
+                  + " is not placed by its whole state key as derived from its state schema ("
+                  + StatefulOperator.storeDir(spec.operatorId(), 0, spec.storeName())
+                  + "/_metadata/schema). Restore the checkpoint from a backup if that file or "
+                  + "the partition folders were changed; if not, the operator places its keys "
+                  + "otherwise");
       case SUBSET_ALLOWED -> {
         if (!noted) {
           noted = true;

@@ -50,7 +50,7 @@ public record StatefulOperator(
             + "and "
             + why
             + ", so where its keys belong cannot be told from the checkpoint. Run "
-            + "the query for one batch on Spark 4.2 (which writes the metadata), stop it, then "
-            + "repartition. The checkpoint was not changed.");
+            + "the query for one batch on Spark 4.0 or later (which writes the metadata), stop "
+            + "it, then repartition. The checkpoint was not changed.");
   }
 }

@@ -24,6 +24,14 @@ public final class SparkFeatures {
     }
   }
 
+  /**
+   * Whether Spark writes operator metadata ({@code state/<op>/_metadata}, 4.0 and later): without
+   * it, an operator's key placement is derived from its state schema.
+   */
+  public static boolean operatorMetadata(SparkSession spark) {
+    return !spark.version().startsWith("3.");
+  }
+
   /** Whether Spark has transformWithState (4.0 and later). */
   public static boolean transformWithState(SparkSession spark) {
     return !spark.version().startsWith("3.");
