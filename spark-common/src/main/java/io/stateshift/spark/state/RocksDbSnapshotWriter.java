@@ -10,6 +10,7 @@ import java.util.Locale;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
@@ -69,7 +70,10 @@ final class RocksDbSnapshotWriter {
     return null;
   }
 
-  /** Spark's RocksDB key and value encoders for one store, for the read side of the fast path. */
+  /**
+   * Spark's RocksDB key and value encoders for one store: the bytes its puts would store, and the
+   * rows behind stored bytes (each line's own encoders, the same methods on every line).
+   */
   static final class Encoding {
     private final RocksDBKeyStateEncoder keys;
     private final RocksDBValueStateEncoder values;
@@ -93,6 +97,24 @@ final class RocksDbSnapshotWriter {
     /** The bytes RocksDB stores for {@code value}. */
     byte[] value(UnsafeRow value) {
       return values.encodeValue(value);
+    }
+
+    /** The key row behind the stored bytes {@code key} (exactly sized). */
+    UnsafeRow decodeKey(byte[] key) {
+      return keys.decodeKey(key);
+    }
+
+    /** The value row behind the stored bytes {@code value} (exactly sized). */
+    UnsafeRow decodeValue(byte[] value) {
+      return values.decodeValue(value);
+    }
+
+    /**
+     * Whether a stored key is the key row behind a header of the same length in every key (no
+     * prefix key columns), so that a row can be pointed at the stored bytes.
+     */
+    boolean keyRowAtFixedOffset() {
+      return keys instanceof NoPrefixKeyStateEncoder;
     }
   }
 
