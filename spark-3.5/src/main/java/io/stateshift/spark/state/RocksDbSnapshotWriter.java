@@ -8,10 +8,12 @@ import java.lang.reflect.Field;
 import java.util.Iterator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.unsafe.Platform;
@@ -31,8 +33,7 @@ import org.apache.spark.unsafe.Platform;
  * ({@link #available()} is false where they are missing); its options come from {@link
  * RocksDbCalls#rocksDbOptions}.
  *
- * <p>Fallback ({@link Mode#PUTS}): UnsafeRow records, one {@code put} per row, then commit. What
- * 3.5 lacks for the other lines' SST file exchanges (no shuffle) is in {@link RocksDbFastPaths}.
+ * <p>Fallback ({@link Mode#PUTS}): UnsafeRow records, one {@code put} per row, then commit.
  */
 final class RocksDbSnapshotWriter {
   private static final Field NATIVE_DB = RocksDbInternals.field("db", org.rocksdb.RocksDB.class);
@@ -65,7 +66,10 @@ final class RocksDbSnapshotWriter {
     return NATIVE_DB != null && KEYS_ON_WRITING_VERSION != null && LOCAL_ROOT_DIR != null;
   }
 
-  /** Spark 3.5's RocksDB encoder for one store: the bytes its puts would store. */
+  /**
+   * Spark 3.5's RocksDB encoder for one store: the bytes its puts would store, and the rows behind
+   * stored bytes (the shared code's calls).
+   */
   static final class Encoding {
     private final RocksDBStateEncoder encoder;
 
@@ -88,10 +92,33 @@ final class RocksDbSnapshotWriter {
     byte[] value(UnsafeRow value) {
       return encoder.encodeValue(value);
     }
+
+    /** The key row behind the stored bytes {@code key} (exactly sized). */
+    UnsafeRow decodeKey(byte[] key) {
+      return encoder.decodeKey(key);
+    }
+
+    /** The value row behind the stored bytes {@code value} (exactly sized). */
+    UnsafeRow decodeValue(byte[] value) {
+      return encoder.decodeValue(value);
+    }
+
+    /**
+     * Whether a stored key is the key row behind a header of the same length in every key (no
+     * prefix key columns), so that a row can be pointed at the stored bytes.
+     */
+    boolean keyRowAtFixedOffset() {
+      return encoder instanceof NoPrefixKeyStateEncoder;
+    }
   }
 
   /** What was written to one partition (3.5 names versions by number only: no checkpoint id). */
-  record Written(long rows, long bytes, String checkpointId) implements Serializable {}
+  record Written(long rows, long bytes, String checkpointId) implements Serializable {
+    /** The same: 3.5's commits give no checkpoint id. */
+    Written withCheckpointIdOf(StateStore committed, StateStoreConf storeConf) {
+      return this;
+    }
+  }
 
   /**
    * Fast path: {@code records} are encoded and sorted by key bytes (unsigned). Opens the partition
