@@ -1,5 +1,6 @@
 package io.stateshift.spark.line;
 
+import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.spark.state.ScalaBridge;
 import java.io.File;
 import java.nio.ByteBuffer;
@@ -7,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
@@ -15,6 +17,8 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileMappings;
 import org.apache.spark.sql.execution.streaming.state.RocksDBImmutableFile;
 import org.apache.spark.sql.execution.streaming.state.RocksDBImmutableFile$;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.rocksdb.Options;
 import org.rocksdb.RocksIterator;
@@ -53,6 +57,22 @@ public final class RocksDbCalls {
   public static boolean disableAutoCompactions(RocksDB db) {
     rocksDbOptions(db).setDisableAutoCompactions(true);
     return true;
+  }
+
+  /**
+   * Spark 3.5's RocksDB encoder for one store: its version byte before each row, the prefix-key
+   * layout of session windows.
+   */
+  public static StoredCodec codec(StoreSpec spec) {
+    RocksDBStateEncoder encoder =
+        RocksDBStateEncoder$.MODULE$.getEncoder(
+            spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey());
+    return new StoredCodec(
+        encoder::encodeKey,
+        encoder::encodeValue,
+        encoder::decodeKey,
+        encoder::decodeValue,
+        encoder instanceof NoPrefixKeyStateEncoder);
   }
 
   /** 3.5 has no state checkpoint format v2. */

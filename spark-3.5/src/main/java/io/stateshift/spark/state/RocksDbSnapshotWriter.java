@@ -8,10 +8,7 @@ import java.lang.reflect.Field;
 import java.util.Iterator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
@@ -64,52 +61,6 @@ final class RocksDbSnapshotWriter {
 
   private static boolean available() {
     return NATIVE_DB != null && KEYS_ON_WRITING_VERSION != null && LOCAL_ROOT_DIR != null;
-  }
-
-  /**
-   * Spark 3.5's RocksDB encoder for one store: the bytes its puts would store, and the rows behind
-   * stored bytes (the shared code's calls).
-   */
-  static final class Encoding {
-    private final RocksDBStateEncoder encoder;
-
-    Encoding(StoreSpec spec) {
-      this.encoder =
-          RocksDBStateEncoder$.MODULE$.getEncoder(
-              spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey());
-    }
-
-    byte[] record(int target, UnsafeRow key, UnsafeRow value) {
-      return StateRecords.pack(target, encoder.encodeKey(key), encoder.encodeValue(value));
-    }
-
-    /** The bytes RocksDB stores for {@code key}. */
-    byte[] key(UnsafeRow key) {
-      return encoder.encodeKey(key);
-    }
-
-    /** The bytes RocksDB stores for {@code value}. */
-    byte[] value(UnsafeRow value) {
-      return encoder.encodeValue(value);
-    }
-
-    /** The key row behind the stored bytes {@code key} (exactly sized). */
-    UnsafeRow decodeKey(byte[] key) {
-      return encoder.decodeKey(key);
-    }
-
-    /** The value row behind the stored bytes {@code value} (exactly sized). */
-    UnsafeRow decodeValue(byte[] value) {
-      return encoder.decodeValue(value);
-    }
-
-    /**
-     * Whether a stored key is the key row behind a header of the same length in every key (no
-     * prefix key columns), so that a row can be pointed at the stored bytes.
-     */
-    boolean keyRowAtFixedOffset() {
-      return encoder instanceof NoPrefixKeyStateEncoder;
-    }
   }
 
   /** What was written to one partition (3.5 names versions by number only: no checkpoint id). */

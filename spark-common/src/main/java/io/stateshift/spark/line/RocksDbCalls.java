@@ -1,9 +1,12 @@
 package io.stateshift.spark.line;
 
+import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.spark.state.ScalaBridge;
 import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
 import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
@@ -11,16 +14,20 @@ import org.apache.spark.sql.execution.streaming.state.RocksDBConf;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
 import org.apache.spark.sql.execution.streaming.state.RocksDBImmutableFile;
+import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBSnapshotFile;
+import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
+import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.rocksdb.Options;
 import org.rocksdb.RocksIterator;
 import scala.Option;
 
 /**
  * Calls into Spark's RocksDB classes that are the same from Spark 4.0 on (spark-3.5 has its own): a
- * version's download, its column families, the database's options, a new version's upload names,
- * metadata and upload, an iterator's entry copied into an array.
+ * store's encoders, a version's download, its column families, the database's options, a new
+ * version's upload names, metadata and upload, an iterator's entry copied into an array.
  */
 public final class RocksDbCalls {
   private RocksDbCalls() {}
@@ -49,6 +56,20 @@ public final class RocksDbCalls {
   public static boolean disableAutoCompactions(RocksDB db) {
     rocksDbOptions(db).setDisableAutoCompactions(true);
     return true;
+  }
+
+  /** Spark's RocksDB key and value encoders for one store (UnsafeRow encoding). */
+  public static StoredCodec codec(StoreSpec spec) {
+    KeyStateEncoderSpec keySpec = LineCalls.keyEncoderSpec(spec);
+    UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
+    RocksDBKeyStateEncoder keys = RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
+    RocksDBValueStateEncoder values = StoreCalls.valueEncoder(data, spec.valueSchema());
+    return new StoredCodec(
+        keys::encodeKey,
+        values::encodeValue,
+        keys::decodeKey,
+        values::decodeValue,
+        keys instanceof NoPrefixKeyStateEncoder);
   }
 
   /** Whether new versions get unique checkpoint ids (state checkpoint format v2). */

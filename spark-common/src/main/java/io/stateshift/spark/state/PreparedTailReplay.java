@@ -352,8 +352,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     timer.lap("read");
     StateStores.KeyPlacement placement = placement(spec);
     UnsafeRow keyRow = new UnsafeRow(spec.keySchema().length());
-    RocksDbSnapshotWriter.Encoding storedKeys =
-        rocksDb ? new RocksDbSnapshotWriter.Encoding(spec) : null;
+    RocksDbEncoding storedKeys = rocksDb ? new RocksDbEncoding(spec) : null;
     int firstTarget = spec.slot() * newPartitions;
     chain.forEachNewest(
         (data, keyOffset, keyLength, valueOffset, valueLength) -> {

@@ -150,7 +150,7 @@ final class RocksDbChangelogSplit {
   private static final class Emitter {
     private final SplitTask task;
     private final RocksDbRunStaging staging;
-    private final RocksDbSnapshotWriter.Encoding keys;
+    private final RocksDbEncoding keys;
     final RocksDbSstExchange.StoredEdit edit;
     long rows;
     long bytes;
@@ -158,7 +158,7 @@ final class RocksDbChangelogSplit {
     Emitter(SplitTask task, RocksDbRunStaging staging) {
       this.task = task;
       this.staging = staging;
-      this.keys = new RocksDbSnapshotWriter.Encoding(task.spec());
+      this.keys = new RocksDbEncoding(task.spec());
       this.edit = RocksDbSstExchange.StoredEdit.of(task);
     }
 

@@ -1,7 +1,6 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
-import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.line.StoreCalls;
 import java.io.Serializable;
@@ -9,17 +8,11 @@ import java.util.Iterator;
 import java.util.Locale;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 
 /**
@@ -68,54 +61,6 @@ final class RocksDbSnapshotWriter {
       return "row checksums are enabled";
     }
     return null;
-  }
-
-  /**
-   * Spark's RocksDB key and value encoders for one store: the bytes its puts would store, and the
-   * rows behind stored bytes (each line's own encoders, the same methods on every line).
-   */
-  static final class Encoding {
-    private final RocksDBKeyStateEncoder keys;
-    private final RocksDBValueStateEncoder values;
-
-    Encoding(StoreSpec spec) {
-      KeyStateEncoderSpec keySpec = LineCalls.keyEncoderSpec(spec);
-      UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
-      this.keys = RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
-      this.values = StoreCalls.valueEncoder(data, spec.valueSchema());
-    }
-
-    byte[] record(int target, UnsafeRow key, UnsafeRow value) {
-      return StateRecords.pack(target, keys.encodeKey(key), values.encodeValue(value));
-    }
-
-    /** The bytes RocksDB stores for {@code key}. */
-    byte[] key(UnsafeRow key) {
-      return keys.encodeKey(key);
-    }
-
-    /** The bytes RocksDB stores for {@code value}. */
-    byte[] value(UnsafeRow value) {
-      return values.encodeValue(value);
-    }
-
-    /** The key row behind the stored bytes {@code key} (exactly sized). */
-    UnsafeRow decodeKey(byte[] key) {
-      return keys.decodeKey(key);
-    }
-
-    /** The value row behind the stored bytes {@code value} (exactly sized). */
-    UnsafeRow decodeValue(byte[] value) {
-      return values.decodeValue(value);
-    }
-
-    /**
-     * Whether a stored key is the key row behind a header of the same length in every key (no
-     * prefix key columns), so that a row can be pointed at the stored bytes.
-     */
-    boolean keyRowAtFixedOffset() {
-      return keys instanceof NoPrefixKeyStateEncoder;
-    }
   }
 
   /**

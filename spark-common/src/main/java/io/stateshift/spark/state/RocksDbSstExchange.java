@@ -129,8 +129,7 @@ final class RocksDbSstExchange {
       try (EnvOptions env = new EnvOptions();
           ReadOptions scan = scanOptions();
           RocksIterator it = db.newIterator(scan);
-          RawEntry entry =
-              new RawEntry(new RocksDbSnapshotWriter.Encoding(spec), spec.keySchema().length())) {
+          RawEntry entry = new RawEntry(new RocksDbEncoding(spec), spec.keySchema().length())) {
         for (it.seekToFirst(); it.isValid(); it.next()) {
           UnsafeRow keyRow = entry.read(it);
           int hash = task.placement().hash(keyRow);
@@ -241,7 +240,7 @@ final class RocksDbSstExchange {
     PlacementCheck check = task.check();
     String exchangeDir = task.exchangeDir();
     TaskTimer timer = task.timer();
-    RocksDbSnapshotWriter.Encoding encoding = new RocksDbSnapshotWriter.Encoding(spec);
+    RocksDbEncoding encoding = new RocksDbEncoding(spec);
     org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
     FileSystem fs;
     try {
@@ -332,7 +331,7 @@ final class RocksDbSstExchange {
   static final class StoredEdit {
     private final EntryEdit edit;
     private final int partition;
-    private final RocksDbSnapshotWriter.Encoding values;
+    private final RocksDbEncoding values;
     private final UnsafeRow valueRow;
 
     /** Bytes before the UnsafeRow in a stored value; -1 until known. */
@@ -347,7 +346,7 @@ final class RocksDbSstExchange {
       StoreSpec spec = task.spec();
       this.edit = task.edit().own();
       this.partition = task.oldPartition();
-      this.values = new RocksDbSnapshotWriter.Encoding(spec);
+      this.values = new RocksDbEncoding(spec);
       this.valueRow = new UnsafeRow(spec.valueSchema().length());
     }
 
@@ -394,7 +393,7 @@ final class RocksDbSstExchange {
    * arrays into native memory. The key array also backs the UnsafeRow that is hashed.
    */
   static final class RawEntry implements AutoCloseable {
-    private final RocksDbSnapshotWriter.Encoding keys;
+    private final RocksDbEncoding keys;
     private final UnsafeRow keyRow;
     private final Slot key = new Slot(256);
     private final Slot value = new Slot(1024);
@@ -402,7 +401,7 @@ final class RocksDbSstExchange {
     /** Bytes before the UnsafeRow in a stored key (Spark's encoding version); -1 until known. */
     private int rowOffset = -1;
 
-    RawEntry(RocksDbSnapshotWriter.Encoding keys, int keyFields) {
+    RawEntry(RocksDbEncoding keys, int keyFields) {
       this.keys = keys;
       this.keyRow = new UnsafeRow(keyFields);
     }
