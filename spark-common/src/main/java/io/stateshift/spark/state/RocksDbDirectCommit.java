@@ -38,9 +38,11 @@ import org.rocksdb.RocksDBException;
  * join's four stores per partition) those fixed steps are most of the time. Here RocksDB opens a
  * fresh instance in one folder with Spark's options, ingests the files and closes; the closed
  * folder is already what a checkpoint holds (manifest, CURRENT, options, the empty write-ahead log,
- * SST files), less the LOCK and IDENTITY files a checkpoint leaves out. Spark's own file manager
- * then uploads it as Spark's commit would: SST files under new unique names, the rest and Spark's
- * metadata (key count; on Spark 4, an empty column family mapping) in {@code <version>.zip}.
+ * SST files), less the LOCK and IDENTITY files a checkpoint leaves out (and on Spark 3.5, whose
+ * RocksDB's checkpoints hold no empty write-ahead log, less that: {@link RocksDbCalls#newFiles}).
+ * Spark's own file manager then uploads it as Spark's commit would: SST files under new unique
+ * names, the rest and Spark's metadata (key count; on Spark 4, an empty column family mapping) in
+ * {@code <version>.zip}.
  *
  * <p>Used when the new version needs no unique checkpoint id (state checkpoint format v1). With
  * changelog checkpointing on, Spark itself writes a snapshot, not a changelog, for a store it
