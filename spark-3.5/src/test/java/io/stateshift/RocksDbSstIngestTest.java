@@ -15,14 +15,16 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Spark 3.5 writes RocksDB state as SST files ingested behind the shuffle, in the bytes of 3.5's
- * own encoder (its version byte before each row): at the default settings a repartition takes
- * {@code rocksdb-sst-ingest}, never the provider's puts, with and without changelog checkpointing,
- * its read side opening the old versions' snapshots read-only, and Spark 3.5 reads the result back:
- * every key in its partition, and the restarted query writes what an uninterrupted run writes.
+ * Spark 3.5's shuffle path for RocksDB state ({@code spark.stateshift.rocksdb.exchange=shuffle}):
+ * each new partition is written as SST files ingested behind the shuffle, in the bytes of 3.5's own
+ * encoder (its version byte before each row), a repartition takes {@code rocksdb-sst-ingest}, never
+ * the provider's puts, with and without changelog checkpointing, its read side opening the old
+ * versions' snapshots read-only, and Spark 3.5 reads the result back: every key in its partition,
+ * and the restarted query writes what an uninterrupted run writes.
  */
 class RocksDbSstIngestTest {
   private static final int DEVICES = 60;
+  private static final String EXCHANGE = "spark.stateshift.rocksdb.exchange";
   private final SparkSession spark = SparkTestSession.get();
 
   @TempDir Path tmp;
@@ -41,7 +43,13 @@ class RocksDbSstIngestTest {
     run.writeEvents(1, 400, DEVICES);
     run.runAvailable(query, checkpoint, sink, store.withPartitions(4));
 
-    RepartitionResult result = StateAssertions.repartition(spark, checkpoint, 4, 6);
+    RepartitionResult result;
+    spark.conf().set(EXCHANGE, "shuffle");
+    try {
+      result = StateAssertions.repartition(spark, checkpoint, 4, 6);
+    } finally {
+      spark.conf().unset(EXCHANGE);
+    }
     List<HistoryEntry> history = StateShift.get(spark).history(checkpoint.toString());
     // read from each old version's own snapshot, opened read-only, where it has one (the provider
     // loads a version written under changelog checkpointing)

@@ -237,8 +237,8 @@ class MigrateOracleTest {
     assertThat(StateShift.get(spark).history(checkpoint.toString()))
         .anySatisfy(h -> assertThat(h.path()).startsWith("migrate "));
     if (from == StateStores.HDFS) {
-      // HDFS-backed to RocksDB moves the files' bytes, re-encoded, without a shuffle; on a line
-      // without the RocksDB file exchanges (3.5) through SST ingestion behind the shuffle
+      // HDFS-backed to RocksDB moves the files' bytes, re-encoded, without a shuffle; where the
+      // line's RocksDB fast paths are unavailable, through SST ingestion behind the shuffle
       String path =
           StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null
               ? "hdfs-to-rocksdb-file-exchange"

@@ -40,7 +40,7 @@ class ReadStageFailureTest {
 
   /**
    * The stores whose read tasks stage files in the exchange folder: RocksDB's only where the
-   * RocksDB file exchanges run (on 3.5 its records go through Spark's shuffle).
+   * RocksDB file exchanges run (elsewhere its records go through Spark's shuffle).
    */
   static java.util.stream.Stream<StateStores> stores() {
     return SparkFeatures.rocksDbFileExchanges(SparkTestSession.get())

@@ -123,7 +123,7 @@ class StateEditOracleTest {
     if (store == StateStores.HDFS) {
       return "hdfs-file-exchange";
     }
-    // without the RocksDB fast paths (3.5) an erase that keeps the count rewrites in place
+    // without the line's RocksDB fast paths an erase that keeps the count rewrites in place
     return StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null
         ? "rocksdb-sst-exchange"
         : "in-place rewrite";

@@ -1,5 +1,6 @@
 package io.stateshift.testing;
 
+import io.stateshift.spark.line.StateCalls;
 import org.apache.spark.sql.SparkSession;
 
 /**
@@ -47,10 +48,9 @@ public final class SparkFeatures {
 
   /**
    * Whether the RocksDB file exchanges run (snapshots opened read-only, new versions committed
-   * directly, the split in place): not on 3.5, which moves RocksDB state by SST ingestion behind
-   * the shuffle.
+   * directly, the split in place): wherever the line's RocksDB fast paths are available.
    */
   public static boolean rocksDbFileExchanges(SparkSession spark) {
-    return !spark.version().startsWith("3.");
+    return StateCalls.ROCKSDB_FAST_PATHS_UNAVAILABLE == null;
   }
 }

@@ -13,12 +13,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 /**
  * Calls into Spark 3.5's state stores, where 4.1 renamed or changed them (as on 4.0): a provider is
  * unloaded without maintenance, a read store is given back by {@code abort}, a join's store ids sit
- * at fixed positions, and the RocksDB members of stateshift's SST file exchanges are missing or
- * differ, so those stay off ({@link #ROCKSDB_FAST_PATHS_UNAVAILABLE}): RocksDB state moves behind
- * Spark's shuffle, each new partition ingested as one SST file (spark-3.5's {@code
- * RocksDbSnapshotWriter}). What the shuffle's read side needs to open a version's snapshot
- * read-only (the shared {@code RocksDbSnapshotReader} and {@code RocksDbTaskScope}) is here in
- * 3.5's form: the store's options and local folder, and the file manager's download by version.
+ * at fixed positions, and the RocksDB members of stateshift's fast paths differ: a store's local
+ * folder is a private field, the file manager writes no checksums, holds nothing to close and
+ * checks no zips. The rest of 3.5's RocksDB calls (options, download, upload names, metadata) are
+ * in its {@link RocksDbCalls}.
  */
 public final class StateCalls {
   private StateCalls() {}
@@ -32,15 +30,12 @@ public final class StateCalls {
    */
   public static final String NEW_CHECKPOINT_PARTITIONS = "spark.sql.shuffle.partitions";
 
-  /**
-   * Why stateshift's RocksDB file exchanges (SST files split and merged without a shuffle, direct
-   * commits, changelog splits) do not run, or null. 3.5 reads RocksDB state from read-only
-   * snapshots and writes it by SST ingestion behind the shuffle instead (spark-3.5's {@code
-   * RocksDbSnapshotWriter}).
-   */
+  /** Why stateshift's RocksDB fast paths (SST ingestion, direct commits) do not run, or null. */
   public static final String ROCKSDB_FAST_PATHS_UNAVAILABLE =
-      "Spark 3.5's RocksDB classes lack what stateshift's SST file exchanges use (Spark 4's"
-          + " encoders, file mappings, checkpoint ids, file checksums); moved behind the shuffle";
+      LOCAL_ROOT_DIR == null
+          ? "Spark's org.apache.spark.sql.execution.streaming.state.RocksDB has no private field"
+              + " 'localRootDir' (java.io.File): its internals differ from Spark 3.5.8's"
+          : null;
 
   /** Closes a loaded provider of this executor (4.0 has no maintenance-and-unload). */
   public static void unloadProvider(StateStoreProviderId id) {
@@ -90,7 +85,12 @@ public final class StateCalls {
     return false;
   }
 
-  /** 4.0 does not check its zips for empty files. */
+  /** Never asked on 3.5, which writes no file checksums. */
+  public static String checksumFileJson(int crc32c, long size) {
+    throw new UnsupportedOperationException("Spark 3.5 writes no file checksums");
+  }
+
+  /** 3.5 does not check its zips for empty files. */
   public static boolean verifyNonEmptyFilesInZip(RocksDBConf conf) {
     return false;
   }
@@ -101,6 +101,6 @@ public final class StateCalls {
         dfsRootDir, localTempDir, hadoopConf, conf.compressionCodec(), id);
   }
 
-  /** 4.0's file manager holds nothing to close. */
+  /** 3.5's file manager holds nothing to close. */
   public static void close(RocksDBFileManager files) {}
 }

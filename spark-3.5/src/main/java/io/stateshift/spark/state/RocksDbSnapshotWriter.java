@@ -9,9 +9,8 @@ import java.util.Iterator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder$;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.unsafe.Platform;
@@ -31,8 +30,7 @@ import org.apache.spark.unsafe.Platform;
  * ({@link #available()} is false where they are missing); its options come from {@link
  * RocksDbCalls#rocksDbOptions}.
  *
- * <p>Fallback ({@link Mode#PUTS}): UnsafeRow records, one {@code put} per row, then commit. What
- * 3.5 lacks for the other lines' SST file exchanges (no shuffle) is in {@link RocksDbFastPaths}.
+ * <p>Fallback ({@link Mode#PUTS}): UnsafeRow records, one {@code put} per row, then commit.
  */
 final class RocksDbSnapshotWriter {
   private static final Field NATIVE_DB = RocksDbInternals.field("db", org.rocksdb.RocksDB.class);
@@ -65,33 +63,13 @@ final class RocksDbSnapshotWriter {
     return NATIVE_DB != null && KEYS_ON_WRITING_VERSION != null && LOCAL_ROOT_DIR != null;
   }
 
-  /** Spark 3.5's RocksDB encoder for one store: the bytes its puts would store. */
-  static final class Encoding {
-    private final RocksDBStateEncoder encoder;
-
-    Encoding(StoreSpec spec) {
-      this.encoder =
-          RocksDBStateEncoder$.MODULE$.getEncoder(
-              spec.keySchema(), spec.valueSchema(), spec.numColsPrefixKey());
-    }
-
-    byte[] record(int target, UnsafeRow key, UnsafeRow value) {
-      return StateRecords.pack(target, encoder.encodeKey(key), encoder.encodeValue(value));
-    }
-
-    /** The bytes RocksDB stores for {@code key}. */
-    byte[] key(UnsafeRow key) {
-      return encoder.encodeKey(key);
-    }
-
-    /** The bytes RocksDB stores for {@code value}. */
-    byte[] value(UnsafeRow value) {
-      return encoder.encodeValue(value);
+  /** What was written to one partition (3.5 names versions by number only: no checkpoint id). */
+  record Written(long rows, long bytes, String checkpointId) implements Serializable {
+    /** The same: 3.5's commits give no checkpoint id. */
+    Written withCheckpointIdOf(StateStore committed, StateStoreConf storeConf) {
+      return this;
     }
   }
-
-  /** What was written to one partition (3.5 names versions by number only: no checkpoint id). */
-  record Written(long rows, long bytes, String checkpointId) implements Serializable {}
 
   /**
    * Fast path: {@code records} are encoded and sorted by key bytes (unsigned). Opens the partition

@@ -92,7 +92,7 @@ class RocksDbSnapshotReadTest {
           // the stored bytes are those Spark's encoder writes for the rows they decode to: the
           // shuffle's records of a store no edit touches are made from them as they are
           assertThat(LineCalls.plainRowVersion(spec)).isZero();
-          RocksDbSnapshotWriter.Encoding encoding = new RocksDbSnapshotWriter.Encoding(spec);
+          RocksDbEncoding encoding = new RocksDbEncoding(spec);
           int stored = 0;
           try (org.rocksdb.RocksIterator it = snapshot.db().newIterator()) {
             for (it.seekToFirst(); it.isValid(); it.next()) {

@@ -352,7 +352,7 @@ final class PreparedTailReplay implements Redistribution, Serializable {
     timer.lap("read");
     StateStores.KeyPlacement placement = placement(spec);
     UnsafeRow keyRow = new UnsafeRow(spec.keySchema().length());
-    RocksDBKeyStateEncoder storedKeys = rocksDb ? RocksDbSstExchange.keyDecoder(spec) : null;
+    RocksDbEncoding storedKeys = rocksDb ? new RocksDbEncoding(spec) : null;
     int firstTarget = spec.slot() * newPartitions;
     chain.forEachNewest(
         (data, keyOffset, keyLength, valueOffset, valueLength) -> {

@@ -238,9 +238,9 @@ final class RedistributionContext implements Serializable {
    * How the read side encodes a store's records for the write side: as RocksDB's encoders would
    * where the new partitions are SST files, else null (raw records).
    */
-  RocksDbSnapshotWriter.Encoding sstEncoding(int slot) {
+  RocksDbEncoding sstEncoding(int slot) {
     return rocksDbMode == RocksDbSnapshotWriter.Mode.SST
-        ? new RocksDbSnapshotWriter.Encoding(writeSpec(slot))
+        ? new RocksDbEncoding(writeSpec(slot))
         : null;
   }
 

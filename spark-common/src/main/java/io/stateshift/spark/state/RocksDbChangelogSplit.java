@@ -14,7 +14,6 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.io.CompressionCodec;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.rocksdb.RocksIterator;
 
@@ -151,7 +150,7 @@ final class RocksDbChangelogSplit {
   private static final class Emitter {
     private final SplitTask task;
     private final RocksDbRunStaging staging;
-    private final RocksDBKeyStateEncoder keys;
+    private final RocksDbEncoding keys;
     final RocksDbSstExchange.StoredEdit edit;
     long rows;
     long bytes;
@@ -159,7 +158,7 @@ final class RocksDbChangelogSplit {
     Emitter(SplitTask task, RocksDbRunStaging staging) {
       this.task = task;
       this.staging = staging;
-      this.keys = RocksDbSstExchange.keyDecoder(task.spec());
+      this.keys = new RocksDbEncoding(task.spec());
       this.edit = RocksDbSstExchange.StoredEdit.of(task);
     }
 

@@ -1,6 +1,8 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.config.StateShiftConf;
+import io.stateshift.spark.line.NewRocksDbFiles;
+import io.stateshift.spark.line.RocksDbCalls;
 import io.stateshift.spark.line.StateCalls;
 import java.io.File;
 import java.io.FilterOutputStream;
@@ -18,12 +20,8 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata;
-import org.apache.spark.sql.execution.streaming.state.RocksDBCheckpointMetadata$;
 import org.apache.spark.sql.execution.streaming.state.RocksDBFileManager;
-import org.apache.spark.sql.execution.streaming.state.RocksDBFileMapping;
 import org.apache.spark.sql.execution.streaming.state.RocksDBImmutableFile;
-import org.apache.spark.sql.execution.streaming.state.RocksDBSnapshotFile;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.rocksdb.IngestExternalFileOptions;
@@ -40,9 +38,11 @@ import org.rocksdb.RocksDBException;
  * join's four stores per partition) those fixed steps are most of the time. Here RocksDB opens a
  * fresh instance in one folder with Spark's options, ingests the files and closes; the closed
  * folder is already what a checkpoint holds (manifest, CURRENT, options, the empty write-ahead log,
- * SST files), less the LOCK and IDENTITY files a checkpoint leaves out. Spark's own file manager
- * then uploads it as Spark's commit would: SST files under new unique names, the rest and Spark's
- * metadata (key count, empty column family mapping) in {@code <version>.zip}.
+ * SST files), less the LOCK and IDENTITY files a checkpoint leaves out (and on Spark 3.5, whose
+ * RocksDB's checkpoints hold no empty write-ahead log, less that: {@link RocksDbCalls#newFiles}).
+ * Spark's own file manager then uploads it as Spark's commit would: SST files under new unique
+ * names, the rest and Spark's metadata (key count; on Spark 4, an empty column family mapping) in
+ * {@code <version>.zip}.
  *
  * <p>Used when the new version needs no unique checkpoint id (state checkpoint format v1). With
  * changelog checkpointing on, Spark itself writes a snapshot, not a changelog, for a store it
@@ -58,7 +58,7 @@ final class RocksDbDirectCommit {
 
   /** Whether {@link #commit} writes new versions of stores under this configuration. */
   static boolean applies(StateStoreConf storeConf) {
-    return ENABLED && !storeConf.enableStateStoreCheckpointIds();
+    return ENABLED && !RocksDbCalls.checkpointIdsEnabled(storeConf);
   }
 
   /**
@@ -133,19 +133,18 @@ final class RocksDbDirectCommit {
     new File(dir, "IDENTITY").delete();
     RocksDBFileManager files = scope.fileManager(store, hadoopConf);
     try {
-      scala.collection.Map<String, RocksDBSnapshotFile> mapping =
-          new RocksDBFileMapping().createSnapshotFileMapping(files, dir, version)._2();
       Path storeDir = store.storeCheckpointLocation();
       FileSystem fs = storeDir.getFileSystem(hadoopConf);
       if ("s3a".equals(fs.getScheme()) || fs instanceof LocalFileSystem) {
-        uploadDirectly(fs, storeDir, files, dir, version, rows, mapping, scope);
+        uploadDirectly(
+            fs, storeDir, RocksDbCalls.newFiles(files, dir, version), dir, version, rows, scope);
         return;
       }
       if (noSstFiles) {
         // Spark's upload creates the folder with the first SST file; an empty version has none
         fs.mkdirs(storeDir);
       }
-      StateCalls.saveCheckpointToDfs(files, scope.conf(), dir, version, rows, mapping);
+      RocksDbCalls.saveNewCheckpoint(files, scope.conf(), dir, version, rows);
     } catch (IOException e) {
       throw new UncheckedIOException(
           "Cannot upload version " + version + " of " + store + ": " + e.getMessage(), e);
@@ -156,8 +155,8 @@ final class RocksDbDirectCommit {
 
   /**
    * What Spark's {@code saveCheckpointToDfs} writes for a version none of whose files were uploaded
-   * before: each SST (and archived log) file under the name Spark's file mapping gives it, then
-   * {@code <version>.zip} holding the other files and Spark's metadata (written by Spark's own
+   * before: each SST (and archived log) file under the new unique name Spark's upload gives it,
+   * then {@code <version>.zip} holding the other files and Spark's metadata (written by Spark's own
    * class), and where Spark's file manager checksums its files, {@code <version>.zip.crc}. On S3
    * each file is one PUT, where Spark's file manager probes each name before its PUT and writes the
    * zip through a stream that S3A probes first too. On a local checkpoint each SST file is
@@ -171,23 +170,15 @@ final class RocksDbDirectCommit {
   private static void uploadDirectly(
       FileSystem fs,
       Path storeDir,
-      RocksDBFileManager files,
+      NewRocksDbFiles local,
       File dir,
       long version,
       long rows,
-      scala.collection.Map<String, RocksDBSnapshotFile> mapping,
       RocksDbTaskScope scope)
       throws IOException {
-    scala.Tuple2<scala.collection.immutable.Seq<File>, scala.collection.immutable.Seq<File>> local =
-        files.listRocksDBFiles(dir);
-    List<RocksDBImmutableFile> uploaded = new ArrayList<>();
-    for (File file : ScalaBridge.javaList(local._1())) {
-      scala.Option<RocksDBSnapshotFile> mapped = mapping.get(file.getName());
-      if (mapped.isEmpty() || mapped.get().isUploaded()) {
-        throw new IllegalStateException(
-            "The new RocksDB version in " + dir + " has no new upload name for " + file);
-      }
-      RocksDBImmutableFile immutable = mapped.get().immutableFile();
+    for (int i = 0; i < local.immutable().size(); i++) {
+      File file = local.immutable().get(i);
+      RocksDBImmutableFile immutable = local.uploads().get(i);
       String sub = immutable.dfsFileName().endsWith(".sst") ? "SSTs" : "logs";
       Path target = new Path(new Path(storeDir, sub), immutable.dfsFileName());
       long copied;
@@ -209,19 +200,10 @@ final class RocksDbDirectCommit {
                 + ", expected "
                 + immutable.sizeBytes());
       }
-      uploaded.add(immutable);
     }
-    RocksDBCheckpointMetadata metadata =
-        RocksDBCheckpointMetadata$.MODULE$.apply(
-            ScalaBridge.seq(uploaded),
-            rows,
-            0L,
-            scala.Option.apply(ScalaBridge.<String, Object>emptyMap()),
-            scala.Option.apply(ScalaBridge.<String, Object>emptyMap()),
-            scala.Option.apply((Object) (short) 0));
     File metadataFile = new File(dir, "metadata");
-    metadata.writeToFile(metadataFile);
-    List<File> zipped = new ArrayList<>(ScalaBridge.javaList(local._2()));
+    RocksDbCalls.newMetadata(local.uploads(), rows).writeToFile(metadataFile);
+    List<File> zipped = new ArrayList<>(local.others());
     zipped.add(metadataFile);
     boolean verifyNonEmpty = StateCalls.verifyNonEmptyFilesInZip(scope.conf());
     for (File file : zipped) {

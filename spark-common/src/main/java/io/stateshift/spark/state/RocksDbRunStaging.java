@@ -28,7 +28,7 @@ import org.apache.spark.util.Utils;
  * merges the runs in one pass as it does for RocksDB's own.
  */
 final class RocksDbRunStaging implements HdfsFileExchange.Staging {
-  private final RocksDbSnapshotWriter.Encoding encoding;
+  private final RocksDbEncoding encoding;
   private final UnsafeRow keyRow;
   private final UnsafeRow valueRow;
   private final FileSystem stagingFs;
@@ -43,7 +43,7 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
   private record Entry(int partition, byte[] key, byte[] value) {}
 
   RocksDbRunStaging(SplitTask task, FileSystem stagingFs, Path stagingDir) {
-    this(task, stagingFs, stagingDir, new RocksDbSnapshotWriter.Encoding(task.spec()));
+    this(task, stagingFs, stagingDir, new RocksDbEncoding(task.spec()));
   }
 
   /** Staging for entries already in RocksDB's stored encoding (RocksDB's own changelogs). */
@@ -52,10 +52,7 @@ final class RocksDbRunStaging implements HdfsFileExchange.Staging {
   }
 
   private RocksDbRunStaging(
-      SplitTask task,
-      FileSystem stagingFs,
-      Path stagingDir,
-      RocksDbSnapshotWriter.Encoding encoding) {
+      SplitTask task, FileSystem stagingFs, Path stagingDir, RocksDbEncoding encoding) {
     this.encoding = encoding;
     this.keyRow = new UnsafeRow(task.spec().keySchema().length());
     this.valueRow = new UnsafeRow(task.spec().valueSchema().length());

@@ -1,7 +1,6 @@
 package io.stateshift.spark.state;
 
 import io.stateshift.checkpoint.StoreSpec;
-import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import io.stateshift.spark.line.StoreCalls;
 import java.io.Serializable;
@@ -9,16 +8,11 @@ import java.util.Iterator;
 import java.util.Locale;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 
 /**
@@ -67,33 +61,6 @@ final class RocksDbSnapshotWriter {
       return "row checksums are enabled";
     }
     return null;
-  }
-
-  /** Spark's RocksDB key and value encoders for one store, for the read side of the fast path. */
-  static final class Encoding {
-    private final RocksDBKeyStateEncoder keys;
-    private final RocksDBValueStateEncoder values;
-
-    Encoding(StoreSpec spec) {
-      KeyStateEncoderSpec keySpec = LineCalls.keyEncoderSpec(spec);
-      UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
-      this.keys = RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
-      this.values = StoreCalls.valueEncoder(data, spec.valueSchema());
-    }
-
-    byte[] record(int target, UnsafeRow key, UnsafeRow value) {
-      return StateRecords.pack(target, keys.encodeKey(key), values.encodeValue(value));
-    }
-
-    /** The bytes RocksDB stores for {@code key}. */
-    byte[] key(UnsafeRow key) {
-      return keys.encodeKey(key);
-    }
-
-    /** The bytes RocksDB stores for {@code value}. */
-    byte[] value(UnsafeRow value) {
-      return values.encodeValue(value);
-    }
   }
 
   /**

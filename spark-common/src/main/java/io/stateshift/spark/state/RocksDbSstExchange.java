@@ -5,9 +5,8 @@ import io.stateshift.checkpoint.StoreSpec;
 import io.stateshift.checkpoint.spi.Redistribution;
 import io.stateshift.config.StateShiftConf;
 import io.stateshift.protocol.FailPoints;
-import io.stateshift.spark.line.LineCalls;
+import io.stateshift.spark.line.RocksDbCalls;
 import io.stateshift.spark.line.StateCalls;
-import io.stateshift.spark.line.StoreCalls;
 import io.stateshift.spark.state.StateRedistributionJob.ReadOutcome;
 import io.stateshift.spark.state.StateRedistributionJob.StagedFile;
 import java.io.File;
@@ -22,18 +21,12 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.RocksDB;
-import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.RocksDBStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.RocksDBValueStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.unsafe.Platform;
 import org.rocksdb.DirectSlice;
 import org.rocksdb.EnvOptions;
@@ -74,13 +67,6 @@ final class RocksDbSstExchange {
 
   private RocksDbSstExchange() {}
 
-  /** The key decoder for one store, to compute the new partition from the stored key bytes. */
-  static RocksDBKeyStateEncoder keyDecoder(StoreSpec spec) {
-    KeyStateEncoderSpec keySpec = LineCalls.keyEncoderSpec(spec);
-    UnsafeRowDataEncoder data = new UnsafeRowDataEncoder(keySpec, spec.valueSchema());
-    return RocksDBStateEncoder.getKeyEncoder(data, keySpec, false);
-  }
-
   /**
    * Read side: walks {@code store} (a loaded RocksDB read store) and writes one SST file per new
    * partition that gets at least one key, staged under the task's exchange folder.
@@ -88,7 +74,10 @@ final class RocksDbSstExchange {
   static ReadOutcome split(SplitTask task, ReadStateStore store) {
     RocksDB db = ((RocksDBStateStoreProvider.RocksDBStateStore) store).dbInstance();
     return split(
-        task, RocksDbInternals.nativeDb(db), db.rocksDbOptions(), StateCalls.localRootDir(db));
+        task,
+        RocksDbInternals.nativeDb(db),
+        RocksDbCalls.rocksDbOptions(db),
+        StateCalls.localRootDir(db));
   }
 
   /** The native database under a loaded RocksDB read store. */
@@ -140,7 +129,7 @@ final class RocksDbSstExchange {
       try (EnvOptions env = new EnvOptions();
           ReadOptions scan = scanOptions();
           RocksIterator it = db.newIterator(scan);
-          RawEntry entry = new RawEntry(keyDecoder(spec), spec.keySchema().length())) {
+          RawEntry entry = new RawEntry(new RocksDbEncoding(spec), spec.keySchema().length())) {
         for (it.seekToFirst(); it.isValid(); it.next()) {
           UnsafeRow keyRow = entry.read(it);
           int hash = task.placement().hash(keyRow);
@@ -251,7 +240,7 @@ final class RocksDbSstExchange {
     PlacementCheck check = task.check();
     String exchangeDir = task.exchangeDir();
     TaskTimer timer = task.timer();
-    RocksDBKeyStateEncoder keys = keyDecoder(spec);
+    RocksDbEncoding encoding = new RocksDbEncoding(spec);
     org.apache.hadoop.fs.Path stagingDir = new org.apache.hadoop.fs.Path(exchangeDir);
     FileSystem fs;
     try {
@@ -275,7 +264,7 @@ final class RocksDbSstExchange {
     StoredEdit edit = StoredEdit.of(task);
     try (ReadOptions scan = scanOptions();
         RocksIterator it = db.newIterator(scan);
-        RawEntry entry = new RawEntry(keys, spec.keySchema().length());
+        RawEntry entry = new RawEntry(encoding, spec.keySchema().length());
         SortedRuns.Writer runs =
             new SortedRuns.Writer(file, firstTarget, newPartitions).keepingInMemory(exchangeDir)) {
       for (it.seekToFirst(); it.isValid(); it.next()) {
@@ -342,7 +331,7 @@ final class RocksDbSstExchange {
   static final class StoredEdit {
     private final EntryEdit edit;
     private final int partition;
-    private final RocksDBValueStateEncoder values;
+    private final RocksDbEncoding values;
     private final UnsafeRow valueRow;
 
     /** Bytes before the UnsafeRow in a stored value; -1 until known. */
@@ -357,10 +346,7 @@ final class RocksDbSstExchange {
       StoreSpec spec = task.spec();
       this.edit = task.edit().own();
       this.partition = task.oldPartition();
-      this.values =
-          StoreCalls.valueEncoder(
-              new UnsafeRowDataEncoder(LineCalls.keyEncoderSpec(spec), spec.valueSchema()),
-              spec.valueSchema());
+      this.values = new RocksDbEncoding(spec);
       this.valueRow = new UnsafeRow(spec.valueSchema().length());
     }
 
@@ -387,7 +373,7 @@ final class RocksDbSstExchange {
       }
       UnsafeRow kept = edit.value(partition, key, valueRow);
       if (kept != valueRow) {
-        rewritten = values.encodeValue(kept);
+        rewritten = values.value(kept);
       }
       return true;
     }
@@ -407,7 +393,7 @@ final class RocksDbSstExchange {
    * arrays into native memory. The key array also backs the UnsafeRow that is hashed.
    */
   static final class RawEntry implements AutoCloseable {
-    private final RocksDBKeyStateEncoder keys;
+    private final RocksDbEncoding keys;
     private final UnsafeRow keyRow;
     private final Slot key = new Slot(256);
     private final Slot value = new Slot(1024);
@@ -415,7 +401,7 @@ final class RocksDbSstExchange {
     /** Bytes before the UnsafeRow in a stored key (Spark's encoding version); -1 until known. */
     private int rowOffset = -1;
 
-    RawEntry(RocksDBKeyStateEncoder keys, int keyFields) {
+    RawEntry(RocksDbEncoding keys, int keyFields) {
       this.keys = keys;
       this.keyRow = new UnsafeRow(keyFields);
     }
@@ -424,7 +410,7 @@ final class RocksDbSstExchange {
     UnsafeRow read(RocksIterator it) {
       int keyLength = key.read(it, true);
       value.read(it, false);
-      if (!(keys instanceof NoPrefixKeyStateEncoder)) {
+      if (!keys.keyRowAtFixedOffset()) {
         return keys.decodeKey(Arrays.copyOf(key.bytes, keyLength));
       }
       if (rowOffset < 0) {
@@ -495,11 +481,11 @@ final class RocksDbSstExchange {
     }
 
     int read(RocksIterator it, boolean isKey) {
-      length = isKey ? it.key(bytes, 0, bytes.length) : it.value(bytes, 0, bytes.length);
+      length = isKey ? RocksDbCalls.key(it, bytes) : RocksDbCalls.value(it, bytes);
       if (length > bytes.length) {
         close();
         allocate(Math.max(length, bytes.length * 2));
-        length = isKey ? it.key(bytes, 0, bytes.length) : it.value(bytes, 0, bytes.length);
+        length = isKey ? RocksDbCalls.key(it, bytes) : RocksDbCalls.value(it, bytes);
       }
       return length;
     }
@@ -618,7 +604,7 @@ final class RocksDbSstExchange {
                   local,
                   files,
                   StateCalls.localRootDir(db),
-                  db.rocksDbOptions(),
+                  RocksDbCalls.rocksDbOptions(db),
                   hadoopConf,
                   rows,
                   spec);
@@ -647,8 +633,9 @@ final class RocksDbSstExchange {
             RocksDbInternals.setKeysOnWritingVersion(db, rows);
             store.commit();
             timer.lap("commit");
-            if (TaskTimer.ENABLED && db.metricsOpt().isDefined()) {
-              timer.note("spark-commit", db.metricsOpt().get().lastCommitLatencyMs().toString());
+            String latency = TaskTimer.ENABLED ? RocksDbCalls.commitLatency(db) : null;
+            if (latency != null) {
+              timer.note("spark-commit", latency);
             }
             return new RocksDbSnapshotWriter.Written(rows, bytes, null)
                 .withCheckpointIdOf(store, storeConf);

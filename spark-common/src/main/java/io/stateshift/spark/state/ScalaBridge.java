@@ -51,7 +51,7 @@ public final class ScalaBridge {
     return out;
   }
 
-  static <K, V> scala.collection.immutable.Map<K, V> emptyMap() {
+  public static <K, V> scala.collection.immutable.Map<K, V> emptyMap() {
     return scala.collection.immutable.Map$.MODULE$.empty();
   }
 

@@ -211,7 +211,7 @@ final class StateReadSide implements Serializable {
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, ctx.newPartitions);
     PlacementCheck check = ctx.placementCheck(spec, task.partition());
     String source = ctx.versionFiles(spec, task.partition());
-    RocksDbSnapshotWriter.Encoding encoding = ctx.sstEncoding(spec.slot());
+    RocksDbEncoding encoding = ctx.sstEncoding(spec.slot());
     int firstTarget = spec.slot() * ctx.newPartitions;
     return counted(
         task,
@@ -236,7 +236,7 @@ final class StateReadSide implements Serializable {
     StoreSpec spec = ctx.stores.get(slot);
     int newPartitions = ctx.newPartitions;
     StateStores.KeyPlacement placement = new StateStores.KeyPlacement(spec, newPartitions);
-    RocksDbSnapshotWriter.Encoding encoding = ctx.sstEncoding(slot);
+    RocksDbEncoding encoding = ctx.sstEncoding(slot);
     int firstTarget = slot * newPartitions;
     return new Iterator<>() {
       @Override

@@ -6,6 +6,7 @@ import io.stateshift.checkpoint.Checkpoint;
 import io.stateshift.checkpoint.CheckpointFiles;
 import io.stateshift.checkpoint.StateLayout;
 import io.stateshift.checkpoint.StoreSpec;
+import io.stateshift.spark.line.LineCalls;
 import io.stateshift.spark.line.StateCalls;
 import io.stateshift.testing.SparkTestSession;
 import io.stateshift.testing.StateStores;
@@ -183,7 +184,7 @@ class RocksDbDirectPathsTest {
         io.stateshift.spark.state.StateStores.open(
             stateRoot, spec, partition, storeConf, hadoopConf);
     try {
-      ReadStateStore store = provider.getReadStore(v, scala.Option.empty());
+      ReadStateStore store = LineCalls.readStore(provider, v, scala.Option.empty());
       try {
         return entries(
             RocksDbInternals.nativeDb(
