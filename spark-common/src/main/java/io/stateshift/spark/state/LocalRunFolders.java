@@ -100,8 +100,12 @@ public final class LocalRunFolders {
 
   /** "pid startMillis": the start time tells a live owner from a later process given its pid. */
   static String owner(ProcessHandle process) {
-    long started = process.info().startInstant().map(i -> i.toEpochMilli()).orElse(-1L);
-    return process.pid() + " " + started;
+    return process.pid() + " " + startMillis(process);
+  }
+
+  /** The process's start time, -1 where the system does not tell it. */
+  private static long startMillis(ProcessHandle process) {
+    return process.info().startInstant().map(i -> i.toEpochMilli()).orElse(-1L);
   }
 
   static boolean alive(String owner) {
@@ -118,7 +122,9 @@ public final class LocalRunFolders {
     if (process.isEmpty() || !process.get().isAlive()) {
       return false;
     }
-    return started < 0 || owner(process.get()).equals(owner.trim());
+    long startedNow = startMillis(process.get());
+    // a start time that either side does not know cannot prove the owner gone
+    return started < 0 || startedNow < 0 || startedNow == started;
   }
 
   private static String readOwner(File folder) {
