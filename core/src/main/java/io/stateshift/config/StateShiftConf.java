@@ -335,8 +335,8 @@ public final class StateShiftConf {
           "",
           false,
           "Where the file exchanges stage the files that read tasks hand to write tasks (deleted"
-              + " when the job ends; on a local disk, a killed run's folder is deleted by the next"
-              + " run there). Empty: Spark's `spark.local.dir` with a local master, else"
+              + " when the job ends; on a local disk, a killed run's folder, and a killed"
+              + " command's Spark folders, are deleted by the next run there). Empty: Spark's `spark.local.dir` with a local master, else"
               + " the attempt's folder on the checkpoint's file system; on a cluster with the"
               + " checkpoint on an object store, a cluster file system (`hdfs://...`) saves"
               + " requests.");
