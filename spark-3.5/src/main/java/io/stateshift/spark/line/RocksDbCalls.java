@@ -120,8 +120,8 @@ public final class RocksDbCalls {
       }
       if (RocksDBImmutableFile$.MODULE$.isSstFile(file.getName())) {
         immutable.add(file);
-      } else if (!RocksDBImmutableFile$.MODULE$.isLogFile(file.getName()) || file.length() > 0) {
-        others.add(file); // an empty write-ahead log is not in the checkpoints of 3.5's RocksDB
+      } else if (!emptyWriteAheadLog(file)) {
+        others.add(file);
       }
     }
     File[] archived =
@@ -156,9 +156,7 @@ public final class RocksDbCalls {
       RocksDBFileManager files, RocksDBConf conf, File dir, long version, long rows) {
     File[] top = dir.listFiles();
     for (File file : top == null ? new File[0] : top) {
-      if (file.isFile()
-          && RocksDBImmutableFile$.MODULE$.isLogFile(file.getName())
-          && file.length() == 0) {
+      if (emptyWriteAheadLog(file)) {
         file.delete();
       }
     }
@@ -167,5 +165,12 @@ public final class RocksDbCalls {
         version,
         rows,
         new RocksDBFileMappings(new ConcurrentHashMap<>(), new ConcurrentHashMap<>()));
+  }
+
+  /** An empty write-ahead log, which the checkpoints of 3.5's RocksDB (8.3) leave out. */
+  private static boolean emptyWriteAheadLog(File file) {
+    return file.isFile()
+        && RocksDBImmutableFile$.MODULE$.isLogFile(file.getName())
+        && file.length() == 0;
   }
 }
