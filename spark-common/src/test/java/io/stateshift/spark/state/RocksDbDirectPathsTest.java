@@ -168,6 +168,39 @@ class RocksDbDirectPathsTest {
     assertThat(metadata(direct, 0)).contains("\"numKeys\":" + source.size());
   }
 
+  @Test
+  void withRowTrackingOffADirectCommitKeepsTheTrueKeyCount() throws Exception {
+    Map<String, String> source = readThroughSpark(liveRoot, version);
+    Map<String, String> settings = new TreeMap<>(layout.storeConf());
+    settings.put("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", "false");
+    StateStoreConf trackingOn = storeConf;
+    storeConf = io.stateshift.spark.state.StateStores.storeConf(settings);
+    File runs = tmp.resolve("partition-0.runs").toFile();
+    List<StateRedistributionJob.StagedFile> staged;
+    try (SortedRuns.Writer writer = new SortedRuns.Writer(runs, 0, 1)) {
+      for (Map.Entry<String, String> e : source.entrySet()) {
+        byte[] key = HexFormat.of().parseHex(e.getKey());
+        byte[] value = HexFormat.of().parseHex(e.getValue());
+        writer.add(0, key, key.length, value, value.length);
+      }
+      staged = SortedRuns.staged(writer.finish(), runs.getAbsolutePath(), runs.length());
+    }
+    String direct = tmp.resolve("direct/state").toString();
+    String viaSpark = tmp.resolve("spark/state").toString();
+    try (RocksDbTaskScope scope = RocksDbTaskScope.open(direct, spec, storeConf, hadoopConf)) {
+      RocksDbSstExchange.ingest(direct, spec, 0, storeConf, hadoopConf, version - 1, staged, scope);
+    }
+    RocksDbSstExchange.ingest(viaSpark, spec, 0, storeConf, hadoopConf, version - 1, staged, null);
+
+    // Spark would record -1 (not counted); both ingests record the count they wrote, which Spark
+    // discards while tracking is off and uses once it is turned on.
+    assertThat(metadata(viaSpark, 0)).contains("\"numKeys\":" + source.size());
+    assertThat(metadata(direct, 0)).contains("\"numKeys\":" + source.size());
+    assertThat(readThroughSpark(direct, version)).as("tracking off").isEqualTo(source);
+    storeConf = trackingOn;
+    assertThat(readThroughSpark(direct, version)).as("tracking on").isEqualTo(source);
+  }
+
   /** A version read by {@link RocksDbSnapshotReader}, without a driver's listing. */
   private RocksDbSnapshotReader openDirectly(RocksDbTaskScope scope, StateStoreId store, long v) {
     return RocksDbSnapshotReader.open(
