@@ -176,6 +176,8 @@ final class LayoutReader {
     SQLConf sqlConf =
         org.apache.spark.sql.classic.SparkSession.class.cast(spark).sessionState().conf().clone();
     conf.forEach(sqlConf::setConfString);
+    // What Spark continues a checkpoint of an older Spark with, where its offset log is silent
+    OffsetLogDefaults.missingFrom(conf).forEach(sqlConf::setConfString);
     // Not in the offset log: the commit log tells the format, and the stores must use the same one.
     sqlConf.setConfString(
         StateCheckpointIds.FORMAT_VERSION_CONF, checkpointIds == null ? "1" : "2");
