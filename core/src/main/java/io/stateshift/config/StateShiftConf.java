@@ -639,6 +639,21 @@ public final class StateShiftConf {
   static {
     string(
         Section.LAUNCHER,
+        "STATESHIFT_SPARK_LINE",
+        "",
+        false,
+        "The Spark line every command runs on (`3.5`, `4.0`, `4.1`, `4.2`; `--spark-line` as the"
+            + " first option wins). Unset: the line of `SPARK_HOME`'s Spark, on its own jars, else"
+            + " 4.2.");
+    string(
+        Section.LAUNCHER,
+        "STATESHIFT_SCALA_VERSION",
+        "",
+        false,
+        "The Scala of the 3.5 line: `2.12` or `2.13` (the 4.x lines run on 2.13 only). Unset: the"
+            + " Scala of `SPARK_HOME`'s jars, else 2.12.");
+    string(
+        Section.LAUNCHER,
         "STATESHIFT_CLASSPATH",
         "",
         false,

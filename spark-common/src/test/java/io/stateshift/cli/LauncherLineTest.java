@@ -13,8 +13,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * How {@code ./stateshift} picks the Spark line: {@code --spark-line} first, then {@code
- * STATESHIFT_SPARK_LINE}, then the Spark of {@code SPARK_HOME}; a line this build does not have is
- * refused with exit 2 before anything is built or started.
+ * STATESHIFT_SPARK_LINE}, then the Spark of {@code SPARK_HOME}; a line this build does not have, or
+ * a Scala version the line does not run on, is refused with exit 2 before anything is built or
+ * started.
  */
 class LauncherLineTest {
   @TempDir Path tmp;
@@ -52,12 +53,29 @@ class LauncherLineTest {
     assertThat(r.output).contains("holds no jars/spark-core_*.jar");
   }
 
+  @Test
+  void aScalaVersionTheLineDoesNotHaveIsRefused() throws Exception {
+    Result r =
+        launch(
+            Map.of("STATESHIFT_SPARK_LINE", "4.2", "STATESHIFT_SCALA_VERSION", "2.12"),
+            "--version");
+    assertThat(r.exit).isEqualTo(2);
+    assertThat(r.output)
+        .contains("STATESHIFT_SCALA_VERSION=2.12: Spark 4.2 runs on Scala 2.13 only");
+    r =
+        launch(
+            Map.of("STATESHIFT_SPARK_LINE", "3.5", "STATESHIFT_SCALA_VERSION", "3"), "classpath");
+    assertThat(r.exit).isEqualTo(2);
+    assertThat(r.output).contains("the Spark 3.5 line runs on Scala 2.12 or 2.13");
+  }
+
   private record Result(int exit, String output) {}
 
   /** The launcher with {@code env} instead of the line under test. */
   private Result launch(Map<String, String> env, String... args) throws Exception {
     Map<String, String> only = new HashMap<>(env);
     only.putIfAbsent("STATESHIFT_SPARK_LINE", null);
+    only.putIfAbsent("STATESHIFT_SCALA_VERSION", null);
     Path log = tmp.resolve("launcher.log");
     long started = System.nanoTime();
     int exit = Launcher.run(log, only, args);

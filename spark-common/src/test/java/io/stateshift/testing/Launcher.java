@@ -16,8 +16,9 @@ public final class Launcher {
   private Launcher() {}
 
   /**
-   * Runs it on the line under test ({@code STATESHIFT_SPARK_LINE}) to its end, with {@code env}
-   * added, stdout and stderr to {@code log}; its exit code.
+   * Runs it on the line under test ({@code STATESHIFT_SPARK_LINE}, {@code
+   * STATESHIFT_SCALA_VERSION}) to its end, with {@code env} added, stdout and stderr to {@code
+   * log}; its exit code.
    */
   public static int run(Path log, Map<String, String> env, String... args) throws Exception {
     return run(log, log, env, args);
@@ -35,6 +36,8 @@ public final class Launcher {
     // the line under test, whatever the machine's SPARK_HOME says; a null in env removes a name
     builder.environment().remove("SPARK_HOME");
     builder.environment().put("STATESHIFT_SPARK_LINE", System.getProperty("stateshift.line"));
+    // and its Scala: the 3.5 line runs on 2.12 unless told otherwise
+    builder.environment().put("STATESHIFT_SCALA_VERSION", System.getProperty("stateshift.scala"));
     env.forEach(
         (name, value) -> {
           if (value == null) {
