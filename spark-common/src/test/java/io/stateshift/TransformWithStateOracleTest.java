@@ -135,17 +135,11 @@ class TransformWithStateOracleTest {
     assertThat(onDemand.get(0).durationMs()).containsKey(StateShiftExtensions.PROGRESS_KEY);
     assertEveryEntryInItsSparkPartition(checkpoint, lastCommitted(checkpoint), 2);
 
-    OperatorRun oracle = new OperatorRun(session, tmp.resolve("oracle-input"));
-    for (int i = 0; i < FILES; i++) {
-      oracle.writeRotatingEvents(i, ROWS);
-    }
-    oracle.writeFlush(FILES);
     conf.remove(StateShiftExtensions.STATE_PARTITIONS);
-    oracle.runAvailable(query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), conf);
     List<String> rows = run.sinkRows(sink, query);
     assertThat(rows)
         .doesNotHaveDuplicates()
-        .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"), query));
+        .containsExactlyElementsOf(uninterruptedRows(session, query, FILES, conf));
     // devices last seen before the first repartition: their timers fire after it, once each
     Set<String> gone = new TreeSet<>(devicesOf(run, 1));
     gone.removeAll(devicesOf(run, 2));
@@ -210,16 +204,10 @@ class TransformWithStateOracleTest {
     run.writeRotatingEvents(4, ROWS);
     run.writeFlush(5);
     run.runAvailable(query, checkpoint, sink, conf);
-    OperatorRun oracle = new OperatorRun(spark, tmp.resolve("oracle-input"));
-    for (int i = 0; i < 5; i++) {
-      oracle.writeRotatingEvents(i, ROWS);
-    }
-    oracle.writeFlush(5);
-    oracle.runAvailable(query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), conf);
     assertThat(run.sinkRows(sink, query))
         .isNotEmpty()
         .doesNotHaveDuplicates()
-        .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"), query));
+        .containsExactlyElementsOf(uninterruptedRows(spark, query, 5, conf));
   }
 
   /**
@@ -249,17 +237,10 @@ class TransformWithStateOracleTest {
     run.writeFlush(FILES);
     assertRunsWithPartitions(run.runAvailable(query, checkpoint, sink, conf), 5);
 
-    OperatorRun oracle = new OperatorRun(spark, tmp.resolve("oracle-input"));
-    for (int i = 0; i < FILES; i++) {
-      oracle.writeRotatingEvents(i, ROWS);
-    }
-    oracle.writeFlush(FILES);
-    oracle.runAvailable(
-        query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), asBefore42);
     assertThat(run.sinkRows(sink, query))
         .isNotEmpty()
         .doesNotHaveDuplicates()
-        .containsExactlyElementsOf(oracle.sinkRows(tmp.resolve("oracle-sink"), query));
+        .containsExactlyElementsOf(uninterruptedRows(spark, query, FILES, asBefore42));
   }
 
   static final String MERGE_OPERATOR_VERSION =
@@ -309,6 +290,18 @@ class TransformWithStateOracleTest {
         .hasMessageContaining("spark.sql.streaming.stateStore.rowChecksum.enabled")
         .hasMessageContaining("Nothing was written");
     assertThat(io.stateshift.testing.CheckpointDigest.of(checkpoint)).isEqualTo(before);
+  }
+
+  /** The query's output run without interruption over input files 0..files-1 and a flush. */
+  private List<String> uninterruptedRows(
+      SparkSession session, OperatorQueries query, int files, Map<String, String> conf) {
+    OperatorRun oracle = new OperatorRun(session, tmp.resolve("oracle-input"));
+    for (int i = 0; i < files; i++) {
+      oracle.writeRotatingEvents(i, ROWS);
+    }
+    oracle.writeFlush(files);
+    oracle.runAvailable(query, tmp.resolve("oracle-checkpoint"), tmp.resolve("oracle-sink"), conf);
+    return oracle.sinkRows(tmp.resolve("oracle-sink"), query);
   }
 
   /**

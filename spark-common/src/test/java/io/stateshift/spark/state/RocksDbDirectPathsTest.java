@@ -131,15 +131,7 @@ class RocksDbDirectPathsTest {
   void directCommitWritesWhatSparksOwnCommitWrites() throws Exception {
     Map<String, String> source = readThroughSpark(liveRoot, version);
     File runs = tmp.resolve("partition-0.runs").toFile();
-    List<StateRedistributionJob.StagedFile> staged;
-    try (SortedRuns.Writer writer = new SortedRuns.Writer(runs, 0, 1)) {
-      for (Map.Entry<String, String> e : source.entrySet()) { // sorted: hex keeps byte order
-        byte[] key = HexFormat.of().parseHex(e.getKey());
-        byte[] value = HexFormat.of().parseHex(e.getValue());
-        writer.add(0, key, key.length, value, value.length);
-      }
-      staged = SortedRuns.staged(writer.finish(), runs.getAbsolutePath(), runs.length());
-    }
+    List<StateRedistributionJob.StagedFile> staged = staged(source, runs);
     String direct = tmp.resolve("direct/state").toString();
     String viaSpark = tmp.resolve("spark/state").toString();
     long batchId = version - 1;
@@ -175,16 +167,8 @@ class RocksDbDirectPathsTest {
     settings.put("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", "false");
     StateStoreConf trackingOn = storeConf;
     storeConf = io.stateshift.spark.state.StateStores.storeConf(settings);
-    File runs = tmp.resolve("partition-0.runs").toFile();
-    List<StateRedistributionJob.StagedFile> staged;
-    try (SortedRuns.Writer writer = new SortedRuns.Writer(runs, 0, 1)) {
-      for (Map.Entry<String, String> e : source.entrySet()) {
-        byte[] key = HexFormat.of().parseHex(e.getKey());
-        byte[] value = HexFormat.of().parseHex(e.getValue());
-        writer.add(0, key, key.length, value, value.length);
-      }
-      staged = SortedRuns.staged(writer.finish(), runs.getAbsolutePath(), runs.length());
-    }
+    List<StateRedistributionJob.StagedFile> staged =
+        staged(source, tmp.resolve("partition-0.runs").toFile());
     String direct = tmp.resolve("direct/state").toString();
     String viaSpark = tmp.resolve("spark/state").toString();
     try (RocksDbTaskScope scope = RocksDbTaskScope.open(direct, spec, storeConf, hadoopConf)) {
@@ -199,6 +183,19 @@ class RocksDbDirectPathsTest {
     assertThat(readThroughSpark(direct, version)).as("tracking off").isEqualTo(source);
     storeConf = trackingOn;
     assertThat(readThroughSpark(direct, version)).as("tracking on").isEqualTo(source);
+  }
+
+  /** The entries staged in {@code runs}, as the exchange's write side stages a partition. */
+  private static List<StateRedistributionJob.StagedFile> staged(
+      Map<String, String> entries, File runs) throws IOException {
+    try (SortedRuns.Writer writer = new SortedRuns.Writer(runs, 0, 1)) {
+      for (Map.Entry<String, String> e : entries.entrySet()) { // sorted: hex keeps byte order
+        byte[] key = HexFormat.of().parseHex(e.getKey());
+        byte[] value = HexFormat.of().parseHex(e.getValue());
+        writer.add(0, key, key.length, value, value.length);
+      }
+      return SortedRuns.staged(writer.finish(), runs.getAbsolutePath(), runs.length());
+    }
   }
 
   /** A version read by {@link RocksDbSnapshotReader}, without a driver's listing. */
